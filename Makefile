@@ -1,0 +1,42 @@
+# Two commands on a fresh Debian machine: `make demo` and `make test`.
+# Both create .venv, install clkit into it, and install a CPU OpenCL driver
+# (Debian's pocl-opencl-icd) when no OpenCL device is visible.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench setup opencl clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+setup: $(STAMP) opencl
+
+# A usable device is one clkit would pick by default (the Oclgrind simulator is not).
+opencl: $(STAMP)
+	@if $(BIN)/python -c "import clkit; clkit.select()" >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "No OpenCL device: installing the CPU driver pocl-opencl-icd"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd; \
+	else \
+	  echo "No OpenCL device. Install a CPU driver, then run make again:" >&2; \
+	  echo "    sudo apt-get install pocl-opencl-icd" >&2; exit 1; \
+	fi
+
+demo: setup
+	$(BIN)/clkit devices
+	$(BIN)/python examples/01_hello_world.py
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,max,rounds
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks

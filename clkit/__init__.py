@@ -1,0 +1,23 @@
+"""clkit: run OpenCL kernels on any device from Python.
+
+Find devices (:func:`devices`, :func:`select`), load a ``.cl`` source
+(:func:`load`), call its kernels like functions with numpy or device arrays,
+or use the ready kernels of :mod:`clkit.kernels`.
+"""
+
+from ._array import Array, empty, to_device
+from ._devices import Device, devices, select
+from ._errors import (ArgumentTypeError, ArgumentValueError, BuildError, ClkitError,
+                      DeviceNotFoundError, LaunchError, NoOpenCLError, OutOfDeviceMemoryError)
+from ._launch import Kernel, Launch, LocalMemory
+from ._program import Program, load
+from ._runtime import Runtime, runtime
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgumentTypeError", "ArgumentValueError", "Array", "BuildError", "ClkitError", "Device",
+    "DeviceNotFoundError", "Kernel", "Launch", "LaunchError", "LocalMemory", "NoOpenCLError",
+    "OutOfDeviceMemoryError", "Program", "Runtime", "__version__", "devices", "empty", "load",
+    "runtime", "select", "to_device",
+]

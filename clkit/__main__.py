@@ -1,0 +1,7 @@
+"""``python -m clkit``: the same as the ``clkit`` command."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

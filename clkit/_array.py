@@ -1,0 +1,112 @@
+"""Device arrays.
+
+A clkit device array is a :class:`pyopencl.array.Array` on the device's
+clkit runtime queue, so the whole of pyopencl's array API works on it, and
+kernels launched through clkit use it in place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ._errors import ArgumentTypeError, OutOfDeviceMemoryError
+from ._runtime import Runtime, runtime, runtime_of_context
+
+Array = cl_array.Array
+
+
+def to_device(array, device=None) -> Array:
+    """Copy a numpy array to a device.
+
+    Parameters
+    ----------
+    array : array_like
+        Copied as a C-contiguous array of the same dtype.
+    device : Device or str, optional
+        Any spec :func:`clkit.select` takes.
+
+    Returns
+    -------
+    pyopencl.array.Array
+        On the device's clkit runtime; ``.get()`` copies it back.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> d = clkit.to_device(np.arange(4, dtype=np.float32), device="cpu")
+    >>> d.get()
+    array([0., 1., 2., 3.], dtype=float32)
+    """
+    host = np.ascontiguousarray(array)
+    if host.dtype == object:
+        raise ArgumentTypeError("to_device: an array of Python objects cannot go to a device; "
+                                "convert it to a numeric dtype first")
+    rt = runtime(device)
+    check_alloc(rt, host.nbytes, "to_device")
+    return _converting(lambda: cl_array.to_device(rt.queue, host), rt, host.nbytes)
+
+
+def empty(shape, dtype, device=None) -> Array:
+    """An uninitialised device array.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : numpy dtype
+    device : Device or str, optional
+
+    Returns
+    -------
+    pyopencl.array.Array
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> clkit.empty((2, 3), np.uint8, device="cpu").shape
+    (2, 3)
+    """
+    rt = runtime(device)
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    check_alloc(rt, nbytes, "empty")
+    return _converting(lambda: cl_array.empty(rt.queue, shape, dtype), rt, nbytes)
+
+
+def check_alloc(rt: Runtime, nbytes: int, what: str) -> None:
+    """Refuse, before the driver does, an allocation over the device's limits."""
+    dev = rt.device
+    if nbytes > dev.max_alloc:
+        raise OutOfDeviceMemoryError(
+            f"{what}: {_size(nbytes)} is more than one allocation may hold on {dev} "
+            f"(max {_size(dev.max_alloc)}); split the data, or use the clkit.kernels functions, "
+            "which stream large inputs in tiles")
+
+
+def _converting(make, rt: Runtime, nbytes: int):
+    try:
+        return make()
+    except (cl.MemoryError, cl.Error) as exc:
+        if isinstance(exc, cl.MemoryError) or exc.code in _OOM_CODES:
+            raise OutOfDeviceMemoryError(
+                f"cannot allocate {_size(nbytes)} on {rt.device} "
+                f"({_size(rt.device.global_mem)} in all): {exc}") from exc
+        raise
+
+
+_OOM_CODES = (cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, cl.status_code.OUT_OF_RESOURCES,
+              cl.status_code.OUT_OF_HOST_MEMORY)
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if nbytes < 1024 or unit == "TiB":
+            return f"{nbytes:.0f} {unit}" if unit == "bytes" else f"{nbytes:.2f} {unit}"
+        nbytes /= 1024
+    return str(nbytes)
+
+
+def runtime_of(array: Array) -> Runtime | None:
+    """The clkit runtime a device array belongs to, if clkit made its context."""
+    return runtime_of_context(array.context)

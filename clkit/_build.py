@@ -1,0 +1,147 @@
+"""Compiling a source for one device, with a memory cache and the disk cache.
+
+A build is keyed by the expanded source, the options and the device; the
+first request compiles (or loads the binary from disk), later ones, from any
+thread or :class:`Program` object, get the same build.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+import pyopencl as cl
+
+from . import _cache
+from ._devices import Device
+from ._errors import BuildError
+from ._runtime import runtime
+from ._signature import Param, from_arg_info, query_arg_info
+from ._source import Source
+
+# "file:12:5:" as clang-based compilers (PoCL, Oclgrind, NVIDIA) print locations.
+_LOCATION = re.compile(r"(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):")
+_ARG_INFO = "-cl-kernel-arg-info"
+
+
+@dataclass
+class Built:
+    """A program compiled for one device.
+
+    ``origin`` is ``"compiled"``, ``"disk"`` (binary from the disk cache) or
+    ``"memory"`` (an earlier build in this process); ``log`` the compiler's
+    output; ``seconds`` how long compiling or loading took.
+    """
+
+    program: object  # the unwrapped pyopencl program
+    device: Device
+    signatures: dict
+    log: str
+    origin: str
+    seconds: float
+
+    @property
+    def kernel_names(self) -> list[str]:
+        return list(self.signatures)
+
+
+_lock = threading.Lock()
+_builds: dict = {}
+_building: dict = {}
+
+
+def build(source: Source, options: tuple, device: Device) -> Built:
+    """The build of ``source`` with ``options`` for ``device``, compiled at most once."""
+    k = (source.digest, options, device)
+    done = _builds.get(k)
+    if done is not None:
+        return done
+    with _lock:
+        lock = _building.setdefault(k, threading.Lock())
+    with lock:
+        done = _builds.get(k)
+        if done is None:
+            done = _compile(source, options, device)
+            _builds[k] = Built(done.program, device, done.signatures, done.log, "memory", 0.0)
+        return done
+
+
+def forget() -> None:
+    """Drop every in-memory build (the disk cache stays): for tests and benchmarks."""
+    with _lock:
+        _builds.clear()
+
+
+def _compile(source: Source, options: tuple, device: Device) -> Built:
+    rt = runtime(device)
+    full = options + (_ARG_INFO,)
+    opts = " ".join(full)
+    entry = _cache.key(source.text, full, device)
+    start = time.perf_counter()
+    cached = _cache.load(entry)
+    if cached is not None:
+        binary, meta = cached
+        try:
+            prg = cl._cl._Program(rt.context, [device.cl_device], [binary])
+            prg.build(opts.encode(), [device.cl_device])
+            signatures = {name: from_arg_info(info, device.cl_device.address_bits)
+                          for name, info in meta["kernels"].items()}
+            return Built(prg, device, signatures, meta.get("log", ""), "disk",
+                         time.perf_counter() - start)
+        except (cl.Error, KeyError, TypeError, ValueError):
+            pass  # a binary the driver refuses is rebuilt from source and overwritten below
+    # The unwrapped program object: pyopencl.Program would consult pyopencl's own
+    # cache and, after a failure, rebuild when asked for the log.
+    prg = cl._cl._Program(rt.context, source.text)
+    try:
+        prg.build(opts.encode(), [device.cl_device])
+    except cl.Error as exc:
+        raise _build_error(source, options, device, prg, exc) from exc
+    log = _log(prg, device)
+    names = [n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+    infos = {name: query_arg_info(cl.Kernel(prg, name)) for name in names}
+    binary = prg.get_info(cl.program_info.BINARIES)[0]
+    _cache.store(entry, binary, {"kernels": infos, "log": log, "options": opts})
+    signatures = {name: from_arg_info(info, device.cl_device.address_bits)
+                  for name, info in infos.items()}
+    return Built(prg, device, signatures, log, "compiled", time.perf_counter() - start)
+
+
+def _log(prg, device) -> str:
+    try:
+        return (prg.get_build_info(device.cl_device, cl.program_build_info.LOG) or "").strip()
+    except cl.Error:
+        return ""
+
+
+def _build_error(source: Source, options: tuple, device: Device, prg, exc) -> BuildError:
+    raw = _log(prg, device) or str(exc)
+    if not raw:
+        raw = str(exc)
+    places = []
+
+    def remap(m):
+        file, line = source.where(int(m.group("line")))
+        places.append((file, line))
+        return f"{file}:{line}:{m.group('col')}:"
+
+    log = _LOCATION.sub(remap, raw)
+    quoted = []
+    for file in dict.fromkeys(f for f, _ in places):
+        lines = source.files.get(file, [])
+        marked = sorted({line for f, line in places if f == file})[:5]
+        shown = sorted({n for line in marked for n in range(line - 2, line + 3)
+                        if 1 <= n <= len(lines)})
+        if not shown:
+            continue
+        quoted.append(f"{file}:")
+        for previous, n in zip([None] + shown, shown):
+            if previous is not None and n != previous + 1:
+                quoted.append("      ...")
+            quoted.append(f"{'>' if n in marked else ' '}{n:5d} | {lines[n - 1]}")
+    shown_options = " ".join(options) or "(none)"
+    message = (f"cannot build {source.origin} for device {device} with options {shown_options}"
+               f"\n{log}" + ("\n" + "\n".join(quoted) if quoted else ""))
+    return BuildError(message, file=source.origin, device=device, options=options, log=log)

@@ -1,0 +1,288 @@
+"""Finding OpenCL devices and choosing one.
+
+Platforms are listed sorted by name, so that a device's id ``"P:D"``
+(platform index, device index within it) does not depend on the order in
+which the ICD loader happens to read its ``.icd`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+
+import pyopencl as cl
+
+from . import _icd
+from ._errors import DeviceNotFoundError, NoOpenCLError
+
+TYPES = ("gpu", "cpu", "accelerator")
+_TYPE_RANK = {"gpu": 0, "cpu": 1}
+_SHORT_PLATFORM = {
+    "portable computing language": "pocl", "nvidia cuda": "nvidia", "oclgrind": "oclgrind",
+    "amd accelerated parallel processing": "amd", "intel(r) opencl": "intel",
+    "intel(r) opencl graphics": "intel-gpu", "intel(r) opencl hd graphics": "intel-gpu",
+    "apple": "apple", "rusticl": "rusticl", "clover": "clover",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Device:
+    """One OpenCL device, as clkit lists it.
+
+    ``id`` is ``"P:D"``: platform and device index, as ``clkit devices``
+    prints them and as ``CLKIT_DEVICE`` accepts them.  ``cl_device`` is the
+    underlying :class:`pyopencl.Device`.
+    """
+
+    id: str
+    name: str
+    platform: str
+    vendor: str
+    type: str
+    version: str
+    driver: str
+    compute_units: int
+    clock_mhz: int
+    global_mem: int
+    local_mem: int
+    max_alloc: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple
+    fp64: bool
+    fp16: bool
+    simulator: bool
+    unified_memory: bool
+    extensions: tuple = field(repr=False)
+    cl_device: cl.Device = field(repr=False)
+
+    @property
+    def short_platform(self) -> str:
+        """A short lowercase platform name (``pocl``, ``nvidia``, ``oclgrind``...)."""
+        name = self.platform.lower()
+        return _SHORT_PLATFORM.get(name, re.sub(r"[^a-z0-9]+", "-", name).strip("-"))
+
+    @property
+    def label(self) -> str:
+        """``"pocl-cpu-1:0"``: platform, type and id, for test ids and logs."""
+        return f"{self.short_platform}-{self.type}-{self.id}"
+
+    def __str__(self):
+        return f"{self.id} {self.name} ({self.platform}, {self.type})"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.cl_device == self.cl_device
+
+    def __hash__(self):
+        return hash(self.cl_device.int_ptr)
+
+
+def _device_type(cl_device) -> tuple[str, bool]:
+    """The device's type name, and whether it is a simulator.
+
+    Oclgrind reports every type bit at once; it is a simulator, listed as an
+    accelerator and never chosen by type or by default.
+    """
+    bits = cl_device.type
+    kinds = [name for name, bit in (("gpu", cl.device_type.GPU), ("cpu", cl.device_type.CPU),
+                                    ("accelerator", cl.device_type.ACCELERATOR)) if bits & bit]
+    simulator = len(kinds) > 1 or "oclgrind" in cl_device.platform.name.lower()
+    if simulator:
+        return "accelerator", True
+    if kinds:
+        return kinds[0], False
+    return ("custom" if bits & cl.device_type.CUSTOM else "other"), False
+
+
+def _describe(pid: int, did: int, platform, cl_device) -> Device:
+    extensions = tuple(cl_device.extensions.split())
+    kind, simulator = _device_type(cl_device)
+    try:
+        unified = bool(cl_device.host_unified_memory)
+    except cl.Error:
+        unified = kind == "cpu"
+    return Device(
+        id=f"{pid}:{did}", name=cl_device.name.strip(), platform=platform.name.strip(),
+        vendor=cl_device.vendor.strip(), type=kind, version=cl_device.version.strip(),
+        driver=cl_device.driver_version.strip(), compute_units=cl_device.max_compute_units,
+        clock_mhz=cl_device.max_clock_frequency, global_mem=cl_device.global_mem_size,
+        local_mem=cl_device.local_mem_size, max_alloc=cl_device.max_mem_alloc_size,
+        max_work_group_size=cl_device.max_work_group_size,
+        max_work_item_sizes=tuple(cl_device.max_work_item_sizes),
+        fp64="cl_khr_fp64" in extensions,
+        fp16="cl_khr_fp16" in extensions, simulator=simulator, unified_memory=unified,
+        extensions=extensions, cl_device=cl_device)
+
+
+_lock = threading.Lock()
+_all: list[Device] | None = None
+
+
+def all_devices() -> list[Device]:
+    """Every device of every platform, ignoring ``CLKIT_VISIBLE_DEVICES``.
+
+    Enumerated once per process: the ICD loader reads its drivers only once.
+    """
+    global _all
+    with _lock:
+        if _all is None:
+            try:
+                platforms = cl.get_platforms()
+            except cl.Error as exc:
+                raise NoOpenCLError(_icd.no_platform_message()) from exc
+            if not platforms:
+                raise NoOpenCLError(_icd.no_platform_message())
+            platforms = sorted(platforms, key=lambda p: (p.name.strip(), p.vendor, p.version))
+            found = []
+            for pid, platform in enumerate(platforms):
+                try:
+                    cl_devices = platform.get_devices()
+                except cl.Error:  # a platform with no device reports DEVICE_NOT_FOUND
+                    cl_devices = []
+                found += [_describe(pid, did, platform, d) for did, d in enumerate(cl_devices)]
+            _all = found
+        return list(_all)
+
+
+def devices(type: str | None = None) -> list[Device]:
+    """Every visible OpenCL device, in a stable order.
+
+    Parameters
+    ----------
+    type : str, optional
+        Keep only devices of this type: ``"gpu"``, ``"cpu"`` or ``"accelerator"``.
+
+    Returns
+    -------
+    list of Device
+        Platforms sorted by name, devices in driver order.  Devices hidden by
+        ``CLKIT_VISIBLE_DEVICES`` (a comma-separated list of device specs, like
+        ``CUDA_VISIBLE_DEVICES``) are left out.
+
+    Raises
+    ------
+    NoOpenCLError
+        The ICD loader finds no platform; the message says how to install one.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> [d.id for d in clkit.devices("cpu")]  # doctest: +SKIP
+    ['1:0']
+    """
+    found = all_devices()
+    visible = os.environ.get("CLKIT_VISIBLE_DEVICES")
+    if visible is not None:
+        keep = set()
+        for spec in filter(None, (s.strip() for s in visible.split(","))):
+            keep.update(_matches(spec, found, what="CLKIT_VISIBLE_DEVICES"))
+        found = [d for d in found if d in keep]
+    if type is not None:
+        if type not in TYPES:
+            raise ValueError(f"unknown device type {type!r}; use one of {', '.join(TYPES)}")
+        found = [d for d in found if d.type == type and not d.simulator]
+    return found
+
+
+def _score(device: Device):
+    """Sort key of the best-device rule: GPUs, then CPUs, then the rest; then capacity."""
+    return (_TYPE_RANK.get(device.type, 2), -device.compute_units * max(device.clock_mhz, 1),
+            -device.global_mem)
+
+
+def _matches(spec: str, candidates: list[Device], what: str) -> list[Device]:
+    """The devices among ``candidates`` that one spec string names, best first."""
+    text = spec.strip().lower()
+    if re.fullmatch(r"\d+:\d+", text):
+        found = [d for d in candidates if d.id == text]
+    else:
+        base, index = text, None
+        m = re.fullmatch(r"(.+?):(\d+)", text)
+        if m:
+            base, index = m.group(1), int(m.group(2))
+        if base in TYPES:
+            found = [d for d in candidates if d.type == base and not d.simulator]
+        else:
+            found = [d for d in candidates
+                     if any(base in s.lower() for s in (d.name, d.platform, d.vendor, d.version))]
+        if index is not None:
+            found = found[index:index + 1]
+        else:
+            found = sorted(found, key=_score)
+    if not found:
+        listing = "; ".join(str(d) for d in candidates) or "none"
+        raise DeviceNotFoundError(
+            f"no OpenCL device matches {what} {spec!r}; the visible devices are: {listing}. "
+            "A spec is 'P:D', a type ('gpu', 'cpu', 'accelerator') with an optional ':N', "
+            "or part of the platform or device name")
+    return found
+
+
+def select(spec=None) -> Device:
+    """Choose one device.
+
+    Parameters
+    ----------
+    spec : Device or str, optional
+        A :class:`Device`; ``"P:D"``; ``"gpu"``, ``"cpu"`` or ``"accelerator"``
+        (the best of that type), optionally ``":N"`` for the N-th of that type in
+        listing order; or a case-insensitive part of the platform or device name
+        (``"nvidia"``, ``"pocl"``, ``"oclgrind"``), optionally with ``":N"``.
+        ``None`` reads ``CLKIT_DEVICE`` (same grammar), else takes the best
+        device: GPUs before CPUs before the rest, then by compute units times
+        clock.  The Oclgrind simulator is chosen only by name.
+
+    Returns
+    -------
+    Device
+
+    Raises
+    ------
+    DeviceNotFoundError
+        Nothing matches; the message lists the devices that exist.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> clkit.select("cpu").type
+    'cpu'
+    """
+    if isinstance(spec, Device):
+        return spec
+    candidates = devices()
+    if spec is None:
+        env = os.environ.get("CLKIT_DEVICE", "").strip()
+        if env:
+            return _matches(env, candidates, what="CLKIT_DEVICE")[0]
+        usable = sorted((d for d in candidates if not d.simulator), key=_score)
+        if not usable:
+            listing = "; ".join(str(d) for d in candidates) or "none"
+            raise DeviceNotFoundError(
+                f"no OpenCL device to choose by default (visible: {listing}); the Oclgrind "
+                "simulator is used only when named, e.g. CLKIT_DEVICE=oclgrind")
+        return usable[0]
+    if isinstance(spec, cl.Device):
+        for d in candidates:
+            if d.cl_device == spec:
+                return d
+        raise DeviceNotFoundError(f"the pyopencl device {spec.name!r} is not visible to clkit")
+    if not isinstance(spec, str):
+        raise TypeError(f"a device spec is a clkit.Device or a string, not {type(spec).__name__}")
+    return _matches(spec, candidates, what="device spec")[0]
+
+
+def select_many(spec) -> list[Device]:
+    """The devices that ``"all"``, a list of specs or one spec names, without repeats."""
+    if isinstance(spec, str) and spec.strip().lower() == "all":
+        chosen = [d for d in devices() if not d.simulator]
+        if not chosen:
+            raise DeviceNotFoundError("device='all': no visible device besides the simulator")
+        return chosen
+    specs = spec if isinstance(spec, (list, tuple)) else [spec]
+    chosen = []
+    for s in specs:
+        d = select(s)
+        if d not in chosen:
+            chosen.append(d)
+    return chosen

@@ -1,0 +1,87 @@
+"""One OpenCL context and command queue per device, created once.
+
+Every clkit call on a device goes through its :class:`Runtime`, so that
+device arrays, programs and launches on that device share one context and
+one in-order queue (which orders them without explicit events).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pyopencl as cl
+import pyopencl.tools as cl_tools
+
+from ._devices import Device, select
+
+
+class Runtime:
+    """The context, in-order profiling queue and memory pool of one device.
+
+    Attributes
+    ----------
+    device : Device
+    context : pyopencl.Context
+    queue : pyopencl.CommandQueue
+        In order, with profiling enabled, so that every launch can report
+        its kernel time.
+    pool : pyopencl.tools.MemoryPool
+        Recycles the temporary buffers that launches with numpy arguments
+        need, so that repeated calls do not allocate anew.
+    """
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.context = cl.Context([device.cl_device])
+        self.queue = self.new_queue()
+        self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
+
+    def new_queue(self) -> cl.CommandQueue:
+        """Another in-order profiling queue on this device (to overlap work)."""
+        return cl.CommandQueue(self.context, self.device.cl_device,
+                               properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+    def __repr__(self):
+        return f"<clkit.Runtime {self.device}>"
+
+
+_lock = threading.Lock()
+_runtimes: dict[Device, Runtime] = {}
+
+
+def runtime(device=None) -> Runtime:
+    """The runtime of a device, created on first use and reused after.
+
+    Parameters
+    ----------
+    device : Device or str, optional
+        Any spec :func:`clkit.select` takes; ``None`` is the default device.
+
+    Returns
+    -------
+    Runtime
+        The same object for the same device, from any thread.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> rt = clkit.runtime("cpu")
+    >>> rt is clkit.runtime(rt.device)
+    True
+    """
+    dev = select(device)
+    rt = _runtimes.get(dev)
+    if rt is None:
+        with _lock:
+            rt = _runtimes.get(dev)
+            if rt is None:
+                rt = _runtimes[dev] = Runtime(dev)
+    return rt
+
+
+def runtime_of_context(context: cl.Context) -> Runtime | None:
+    """The clkit runtime that owns ``context``, if any."""
+    for rt in list(_runtimes.values()):
+        if rt.context == context:
+            return rt
+    return None

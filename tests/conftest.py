@@ -1,0 +1,63 @@
+"""Test set-up: every device test runs once per visible OpenCL device.
+
+A test that takes a ``device`` argument is parametrised over every device
+clkit sees (PoCL and Oclgrind in CI), with ids such as ``pocl-cpu-1:0``.
+``CLKIT_TEST_DEVICES`` (comma-separated device specs) narrows the set.
+With no device at all the run stops with an error rather than skipping.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import clkit
+from clkit._devices import select_many
+
+
+def _test_devices():
+    found = clkit.devices()
+    narrow = os.environ.get("CLKIT_TEST_DEVICES")
+    if narrow:
+        chosen = select_many([s for s in narrow.split(",") if s.strip()])
+        found = [d for d in found if d in chosen]
+    return found
+
+
+def pytest_configure(config):
+    try:
+        devices = _test_devices()
+    except clkit.ClkitError as exc:
+        raise pytest.UsageError(f"clkit tests need an OpenCL device: {exc}") from exc
+    if not devices:
+        raise pytest.UsageError("clkit tests need an OpenCL device; none is visible "
+                                "(CLKIT_TEST_DEVICES / CLKIT_VISIBLE_DEVICES hide them all?)")
+    config.clkit_devices = devices
+
+
+def pytest_report_header(config):
+    return "clkit devices: " + "; ".join(str(d) for d in config.clkit_devices)
+
+
+def pytest_generate_tests(metafunc):
+    if "device" in metafunc.fixturenames:
+        devices = metafunc.config.clkit_devices
+        metafunc.parametrize("device", devices, ids=[d.label for d in devices])
+
+
+@pytest.fixture
+def rng():
+    """A random generator seeded per test, so that failures reproduce."""
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A fresh, empty disk cache and no in-memory builds."""
+    from clkit import _build
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CLKIT_CACHE_DIR", str(folder))
+    monkeypatch.delenv("CLKIT_CACHE", raising=False)
+    _build.forget()
+    yield folder
+    _build.forget()

@@ -1,0 +1,316 @@
+"""The uniform launch API, with user kernels in temporary .cl files, on every device."""
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import clkit
+
+SAXPY = """
+__kernel void saxpy(const float alpha, __global const float* x, __global float* y)
+{
+    size_t i = get_global_id(0);
+    y[i] = alpha * x[i] + y[i];
+}
+"""
+
+
+@pytest.fixture
+def write_cl(tmp_path):
+    def write(text, name="user.cl"):
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+    return write
+
+
+def test_user_kernel_from_a_file(device, write_cl, rng):
+    prg = clkit.load(write_cl(SAXPY), device=device)
+    x = rng.standard_normal(1009).astype(np.float32)
+    y = rng.standard_normal(1009).astype(np.float32)
+    expected = np.float32(2.5) * x + y
+    launch = prg.saxpy(2.5, x, y)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+    assert isinstance(launch, clkit.Launch)
+    assert launch.kernel_ms >= 0.0
+    assert launch.device == device
+
+
+def test_kernel_is_the_same_object(write_cl):
+    prg = clkit.load(write_cl(SAXPY))
+    assert prg.saxpy is prg.saxpy is prg["saxpy"]
+    with pytest.raises(AttributeError, match="saxpy"):
+        prg.nothing
+    with pytest.raises(KeyError):
+        prg["nothing"]
+
+
+def test_float4_and_scalar_parameters(device, rng):
+    src = """
+    __kernel void scale4(__global const float4* a, __global float4* out, const float4 s,
+                         const int offset, const uchar small, const ulong big)
+    {
+        size_t i = get_global_id(0);
+        out[i] = a[i] * s + (float)offset + (float)small + (float)(big >> 40);
+    }
+    """
+    prg = clkit.Program.from_source(src, device=device)
+    a = rng.standard_normal((37, 4)).astype(np.float32)
+    out = np.zeros_like(a)
+    s = (1.0, -2.0, 0.5, 4.0)
+    prg.scale4(a, out, s, -3, 200, 5 << 40)
+    expected = a * np.float32(s) + np.float32(-3 + 200 + 5)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("ctype,dtype,value", [
+    ("char", np.int8, -128), ("uchar", np.uint8, 255), ("short", np.int16, -32768),
+    ("ushort", np.uint16, 65535), ("int", np.int32, -2**31), ("uint", np.uint32, 2**32 - 1),
+    ("long", np.int64, -2**63), ("ulong", np.uint64, 2**64 - 1), ("float", np.float32, 1.5e38),
+    ("double", np.float64, 1e300)])
+def test_scalar_types_reach_the_kernel(device, ctype, dtype, value):
+    if ctype == "double" and not device.fp64:
+        pytest.skip(f"{device} has no cl_khr_fp64")
+    pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if ctype == "double" else ""
+    src = f"{pragma}__kernel void put(__global {ctype}* out, const {ctype} v) {{ out[0] = v; }}"
+    out = np.zeros(1, dtype)
+    clkit.Program.from_source(src).put(out, value, device=device)
+    assert out[0] == dtype(value)
+
+
+def test_device_arrays_are_used_in_place_without_copies(device, rng, monkeypatch):
+    prg = clkit.Program.from_source(SAXPY, device=device)
+    x_host = rng.standard_normal(4099).astype(np.float32)
+    y_host = rng.standard_normal(4099).astype(np.float32)
+    x = clkit.to_device(x_host, device=device)
+    y = clkit.to_device(y_host, device=device)
+    copies = []
+    real_copy = cl.enqueue_copy
+    monkeypatch.setattr(cl, "enqueue_copy", lambda *a, **k: copies.append(a) or real_copy(*a, **k))
+    prg.saxpy(-1.5, x, y)
+    prg.saxpy(-1.5, x, y)
+    assert copies == []
+    monkeypatch.undo()
+    np.testing.assert_allclose(y.get(), y_host - 3.0 * x_host, rtol=1e-5, atol=1e-6)
+
+
+def test_device_array_picks_the_device(device):
+    prg = clkit.Program.from_source("__kernel void inc(__global int* x) "
+                                    "{ x[get_global_id(0)] += 1; }")
+    x = clkit.to_device(np.arange(10, dtype=np.int32), device=device)
+    assert prg.inc(x).device == device
+    assert (x.get() == np.arange(1, 11)).all()
+    y = clkit.empty((3, 5), np.int32, device=device)
+    assert y.shape == (3, 5) and y.dtype == np.int32
+
+
+def test_local_memory_reduction(device, rng):
+    src = """
+    __kernel void block_sums(__global const float* x, __global float* sums, __local float* tmp)
+    {
+        size_t lid = get_local_id(0), n = get_local_size(0);
+        tmp[lid] = x[get_global_id(0)];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (size_t step = n / 2; step > 0; step /= 2) {
+            if (lid < step) tmp[lid] += tmp[lid + step];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (lid == 0) sums[get_group_id(0)] = tmp[0];
+    }
+    """
+    group = 64
+    x = rng.standard_normal(group * 13).astype(np.float32)
+    sums = np.zeros(13, np.float32)
+    clkit.Program.from_source(src).block_sums(x, sums, clkit.LocalMemory(group * 4),
+                                              global_size=x.size, local_size=group,
+                                              device=device)
+    np.testing.assert_allclose(sums, x.reshape(13, group).sum(axis=1), rtol=1e-4, atol=1e-5)
+
+
+def test_two_dimensional_launch_and_wait_false(device, rng):
+    src = """
+    __kernel void transpose(__global const int* a, __global int* b, const int rows, const int cols)
+    {
+        int c = get_global_id(0), r = get_global_id(1);
+        b[c * rows + r] = a[r * cols + c];
+    }
+    """
+    a = rng.integers(-1000, 1000, (7, 11)).astype(np.int32)
+    b = np.zeros((11, 7), np.int32)
+    launch = clkit.Program.from_source(src).transpose(a, b, 7, 11, global_size=(11, 7),
+                                                      device=device, wait=False)
+    launch.wait()
+    assert launch.done
+    assert (b == a.T).all()
+
+
+def test_non_contiguous_arrays_are_copied_in_and_out(device, rng):
+    prg = clkit.Program.from_source(SAXPY, device=device)
+    x_big = rng.standard_normal(200).astype(np.float32)
+    y_big = rng.standard_normal(200).astype(np.float32)
+    x, y = x_big[::2], y_big[1::2]
+    expected = 2.0 * x + y
+    untouched = y_big[::2].copy()
+    prg.saxpy(2.0, x, y)
+    np.testing.assert_allclose(y_big[1::2], expected, rtol=1e-5, atol=1e-6)
+    assert (y_big[::2] == untouched).all()
+    x_rev = x_big[::-1]
+    y2 = np.zeros(200, np.float32)
+    prg.saxpy(1.0, x_rev, y2)
+    assert (y2 == x_big[::-1]).all()
+
+
+def test_empty_arrays_launch_nothing(device):
+    prg = clkit.Program.from_source(SAXPY, device=device)
+    x = np.zeros(0, np.float32)
+    launch = prg.saxpy(1.0, x, np.zeros(0, np.float32))
+    assert launch.kernel_ms == 0.0
+
+
+def test_defines_and_options(device):
+    src = "__kernel void fill(__global int* x) { x[get_global_id(0)] = VALUE * SCALE; }"
+    prg = clkit.Program.from_source(src, defines={"VALUE": 6, "SCALE": "7"}, device=device,
+                                    options=["-cl-mad-enable"])
+    assert "-DVALUE=6" in prg.options and "-cl-mad-enable" in prg.options
+    x = np.zeros(5, np.int32)
+    prg.fill(x)
+    assert (x == 42).all()
+
+
+def test_include_from_a_user_file(device, write_cl):
+    write_cl("#define TWICE(v) (2 * (v))\n", name="helpers.h")
+    path = write_cl('#include "helpers.h"\n'
+                    "__kernel void dbl(__global int* x) "
+                    "{ x[get_global_id(0)] = TWICE(x[get_global_id(0)]); }\n")
+    x = np.arange(9, dtype=np.int32)
+    clkit.load(path).dbl(x, device=device)
+    assert (x == 2 * np.arange(9)).all()
+
+
+def test_build_error_names_file_line_device_and_options(device, write_cl):
+    path = write_cl("// a comment\n\n__kernel void broken(__global float* x)\n{\n"
+                    "    x[0] = undeclared_thing + 1;\n}\n")
+    prg = clkit.load(path, defines={"MARKER": 1})
+    with pytest.raises(clkit.BuildError) as err:
+        prg.broken(np.zeros(1, np.float32), device=device)
+    message = str(err.value)
+    assert f"{path}:5:" in message
+    assert "undeclared_thing + 1" in message
+    assert ">    5 |" in message
+    assert device.id in message and "-DMARKER=1" in message
+    assert err.value.file == str(path) and err.value.device == device
+
+
+def test_build_error_in_an_included_header(device, write_cl):
+    write_cl("#define OK 1\nint oops(void) { return missing_name; }\n", name="bad.h")
+    path = write_cl('#include "bad.h"\n__kernel void k(__global int* x) { x[0] = OK; }\n')
+    with pytest.raises(clkit.BuildError) as err:
+        clkit.load(path).build(device)
+    assert f"{path.parent / 'bad.h'}:2:" in str(err.value)
+    assert "missing_name" in str(err.value)
+
+
+def test_missing_source_file():
+    with pytest.raises(FileNotFoundError, match="no_such_kernel"):
+        clkit.load("no_such_kernel")
+    with pytest.raises(FileNotFoundError, match="nowhere.cl"):
+        clkit.load("/nowhere.cl")
+
+
+# -- argument mistakes: each names the kernel, the parameter and its declared type ---------------
+
+@pytest.fixture
+def saxpy(device):
+    return clkit.Program.from_source(SAXPY, device=device).saxpy
+
+
+def test_wrong_argument_count(saxpy):
+    x = np.zeros(4, np.float32)
+    with pytest.raises(TypeError, match=r"saxpy takes 3 arguments .*got 2"):
+        saxpy(1.0, x)
+
+
+def test_wrong_dtype(saxpy):
+    with pytest.raises(TypeError) as err:
+        saxpy(1.0, np.zeros(4, np.float64), np.zeros(4, np.float32))
+    message = str(err.value)
+    assert "saxpy" in message and "'x'" in message and "__global const float* x" in message
+    assert "float64" in message and "float32" in message
+
+
+def test_wrong_argument_type(saxpy):
+    with pytest.raises(TypeError, match=r"saxpy, parameter 'y' \(__global float\* y\).*list"):
+        saxpy(1.0, np.zeros(4, np.float32), [0.0] * 4)
+    with pytest.raises(TypeError, match=r"parameter 'alpha' \(const? ?float alpha\)|'alpha'"):
+        saxpy("two", np.zeros(4, np.float32), np.zeros(4, np.float32))
+
+
+def test_scalar_out_of_range(device):
+    prg = clkit.Program.from_source(
+        "__kernel void k(__global int* x, const uchar u, const int i, const float f) {}",
+        device=device)
+    x = np.zeros(1, np.int32)
+    with pytest.raises(ValueError, match=r"parameter 'u' \(uchar u\): 300 is out of range"):
+        prg.k(x, 300, 0, 0.0)
+    with pytest.raises(ValueError, match=r"'i'.*2147483648 is out of range for int"):
+        prg.k(x, 0, 2**31, 0.0)
+    with pytest.raises(TypeError, match=r"'i'.*integer"):
+        prg.k(x, 0, 1.5, 0.0)
+    with pytest.raises(ValueError, match=r"'f'.*out of range for float"):
+        prg.k(x, 0, 0, 1e39)
+    prg.k(x, 0, 0, float("inf"))  # infinities and NaN are values of float
+
+
+def test_vector_size_mistakes(device):
+    prg = clkit.Program.from_source(
+        "__kernel void k(__global float4* x, const float4 s) { x[get_global_id(0)] *= s; }",
+        device=device)
+    with pytest.raises(ValueError, match=r"10 elements is not a whole number of float4"):
+        prg.k(np.zeros(10, np.float32), (1, 1, 1, 1))
+    with pytest.raises(TypeError, match=r"'s'.*pass 4 numbers"):
+        prg.k(np.zeros(8, np.float32), (1, 2))
+
+
+def test_read_only_output(saxpy):
+    y = np.broadcast_to(np.float32(1), (4,))
+    with pytest.raises(ValueError, match=r"'y'.*read-only"):
+        saxpy(1.0, np.zeros(4, np.float32), y)
+
+
+def test_local_memory_mistakes(device):
+    prg = clkit.Program.from_source(
+        "__kernel void k(__global float* x, __local float* t) {}", device=device)
+    with pytest.raises(TypeError, match=r"'t'.*LocalMemory"):
+        prg.k(np.zeros(4, np.float32), np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="positive"):
+        clkit.LocalMemory(0)
+
+
+def test_size_mistakes(saxpy, device):
+    x, y = np.zeros(10, np.float32), np.zeros(10, np.float32)
+    with pytest.raises(ValueError, match=r"global_size 10 is not a multiple of local_size 4"):
+        saxpy(1.0, x, y, local_size=4)
+    with pytest.raises(ValueError, match="global_size"):
+        saxpy(1.0, x, y, global_size=(1, 2, 3, 4))
+    big = device.max_work_group_size * 2
+    with pytest.raises(ValueError, match="limit"):
+        saxpy(1.0, np.zeros(big, np.float32), np.zeros(big, np.float32), local_size=big)
+    prg = clkit.Program.from_source("__kernel void k(const int n) {}", device=device)
+    with pytest.raises(TypeError, match="global_size="):
+        prg.k(3)
+
+
+def test_device_array_from_another_device(rng):
+    devices = [d for d in clkit.devices()]
+    if len(devices) < 2:
+        pytest.skip("needs two OpenCL devices")
+    a, b = devices[:2]
+    prg = clkit.Program.from_source(SAXPY)
+    x = clkit.to_device(np.zeros(4, np.float32), device=a)
+    with pytest.raises(ValueError, match="another device"):
+        prg.saxpy(1.0, x, np.zeros(4, np.float32), device=b)
+
+
+def test_too_large_for_one_allocation(device):
+    with pytest.raises(clkit.OutOfDeviceMemoryError, match="max"):
+        clkit.empty(device.max_alloc + 1, np.uint8, device=device)
