@@ -12,7 +12,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._errors import ArgumentTypeError, OutOfDeviceMemoryError
-from ._runtime import Runtime, runtime, runtime_of_context
+from ._runtime import Runtime, runtime
 
 Array = cl_array.Array
 
@@ -106,7 +106,3 @@ def _size(nbytes: int) -> str:
         nbytes /= 1024
     return str(nbytes)
 
-
-def runtime_of(array: Array) -> Runtime | None:
-    """The clkit runtime a device array belongs to, if clkit made its context."""
-    return runtime_of_context(array.context)

@@ -56,6 +56,7 @@ class Device:
     unified_memory: bool
     extensions: tuple = field(repr=False)
     cl_device: cl.Device = field(repr=False)
+    key: int = field(repr=False, default=0)  # the driver's handle: identity, hashed often
 
     @property
     def short_platform(self) -> str:
@@ -72,10 +73,10 @@ class Device:
         return f"{self.id} {self.name} ({self.platform}, {self.type})"
 
     def __eq__(self, other):
-        return isinstance(other, Device) and other.cl_device == self.cl_device
+        return isinstance(other, Device) and other.key == self.key
 
     def __hash__(self):
-        return hash(self.cl_device.int_ptr)
+        return self.key
 
 
 def _device_type(cl_device) -> tuple[str, bool]:
@@ -112,7 +113,7 @@ def _describe(pid: int, did: int, platform, cl_device) -> Device:
         max_work_item_sizes=tuple(cl_device.max_work_item_sizes),
         fp64="cl_khr_fp64" in extensions,
         fp16="cl_khr_fp16" in extensions, simulator=simulator, unified_memory=unified,
-        extensions=extensions, cl_device=cl_device)
+        extensions=extensions, cl_device=cl_device, key=cl_device.int_ptr)
 
 
 _lock = threading.Lock()

@@ -28,7 +28,7 @@ from ._array import _OOM_CODES, _size, check_alloc
 from ._devices import Device, select
 from ._errors import (ArgumentTypeError, ArgumentValueError, LaunchError,
                       OutOfDeviceMemoryError)
-from ._runtime import Runtime, runtime, runtime_of_context
+from ._runtime import Runtime, runtime, runtime_of_array, runtime_of_queue
 from ._signature import Param
 
 
@@ -116,10 +116,10 @@ class Launch:
 class _Job:
     """What one call uploads and must copy back."""
 
-    __slots__ = ("rt", "count", "copies", "keep")
+    __slots__ = ("queue", "count", "copies", "keep")
 
-    def __init__(self, rt):
-        self.rt = rt
+    def __init__(self, queue):
+        self.queue = queue
         self.count = None  # element count of the first array argument
         self.copies = None  # (buffer, target array, contiguous staging array)
         self.keep = None
@@ -144,6 +144,10 @@ class _Bound:
         self.lock = threading.Lock()  # clSetKernelArg is not thread-safe on one kernel object
         self.params = built.signatures[name]
         self.convert = [_converter(self, i, p) for i, p in enumerate(self.params)]
+        # pyopencl packs by-value scalars itself once it knows their types.
+        self.knl.set_scalar_arg_dtypes([
+            p.dtype if not p.pointer and p.width == 1 and p.dtype is not None else None
+            for p in self.params])
         self.max_group = self.knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
                                                       rt.device.cl_device)
 
@@ -175,7 +179,8 @@ class Kernel:
         """The kernel's parameters as the device's compiler reports them."""
         return self._bind(self._pick(device, ())).params
 
-    def __call__(self, *args, global_size=None, local_size=None, device=None, wait=True):
+    def __call__(self, *args, global_size=None, local_size=None, device=None, wait=True,
+                 queue=None):
         """Launch the kernel.
 
         Parameters
@@ -195,23 +200,31 @@ class Kernel:
             Wait for the kernel and the copies back (default).  With
             ``False``, call ``.wait()`` on the returned launch before reading
             numpy outputs.
+        queue : pyopencl.CommandQueue, optional
+            Enqueue on this queue of the device's runtime context (from
+            ``clkit.runtime(device).new_queue()``) instead of the runtime's
+            own, to overlap independent work.
 
         Returns
         -------
         Launch
         """
-        bound = self._bind(self._pick(device, args))
+        bound = self._bind(self._pick(device, args, queue))
         convert = bound.convert
         if len(args) != len(convert):
             names = ", ".join(p.declared for p in bound.params)
             raise ArgumentTypeError(f"kernel {self.name} takes {len(convert)} arguments "
                                     f"({names}); got {len(args)}")
-        job = _Job(bound.rt)
+        if queue is None:
+            queue = bound.rt.queue
+        elif queue.context != bound.rt.context:
+            raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context; "
+                                     f"make it with clkit.runtime(device).new_queue()")
+        job = _Job(queue)
         cl_args = [conv(arg, job) for conv, arg in zip(convert, args)]
         gsize = _sizes(global_size, "global_size", self.name) if global_size is not None \
             else _default_global(job, self.name)
         lsize = None if local_size is None else _check_local(bound, gsize, local_size)
-        queue = bound.rt.queue
         if 0 in gsize:
             return Launch(self, bound.device, None, None, _Done)
         try:
@@ -227,14 +240,18 @@ class Kernel:
             launch.wait()
         return launch
 
-    def _pick(self, device, args) -> Device:
+    def _pick(self, device, args, queue=None) -> Device:
         if device is not None:
             return select(device)
+        if queue is not None:
+            rt = runtime_of_queue(queue)
+            if rt is not None:
+                return rt.device
         if self.program.device is not None:
             return select(self.program.device)
         for arg in args:
             if isinstance(arg, cl_array.Array):
-                rt = runtime_of_context(arg.context)
+                rt = runtime_of_array(arg)
                 if rt is not None:
                     return rt.device
         env = (os.environ.get("CLKIT_DEVICE"), os.environ.get("CLKIT_VISIBLE_DEVICES"))
@@ -347,7 +364,7 @@ def _local_converter(bound, p):
 
 def _pointer_converter(bound, p):
     rt = bound.rt
-    context = rt.context
+    context, queue = rt.context, rt.queue
     dtype = p.dtype
     stride = p.stride
     writes = not p.const
@@ -371,7 +388,7 @@ def _pointer_converter(bound, p):
         if isinstance(value, cl_array.Array):
             if value.dtype != dtype:
                 check_dtype(value.dtype, "device array")
-            if value.context != context:
+            if value.queue is not queue and value.context != context:
                 raise ArgumentValueError(
                     f"{bound.where(p)}: the device array lives on another device or context; "
                     f"this launch runs on {bound.device}. Copy it with clkit.to_device(a.get(), "
@@ -406,7 +423,7 @@ def _pointer_converter(bound, p):
         staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
         try:
             buf = rt.pool.allocate(arr.nbytes)
-            cl.enqueue_copy(rt.queue, buf, staging, is_blocking=False)
+            cl.enqueue_copy(job.queue, buf, staging, is_blocking=False)
         except cl.Error as exc:
             raise _launch_error(exc, bound, (), None) from exc
         if writes:
@@ -453,11 +470,11 @@ def _scalar_converter(bound, p):
     dtype = p.dtype
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        lo, hi, make = info.min, info.max, dtype.type
+        lo, hi = info.min, info.max
 
         def convert(value, job):
             if type(value) is int and lo <= value <= hi:  # the common case, checked quickly
-                return make(value)
+                return value
             return _number(bound, p, value, dtype)
         return convert
 

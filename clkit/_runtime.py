@@ -47,6 +47,7 @@ class Runtime:
 
 _lock = threading.Lock()
 _runtimes: dict[Device, Runtime] = {}
+_by_queue: dict[int, Runtime] = {}  # id() of a runtime's queue -> the runtime
 
 
 def runtime(device=None) -> Runtime:
@@ -76,11 +77,23 @@ def runtime(device=None) -> Runtime:
             rt = _runtimes.get(dev)
             if rt is None:
                 rt = _runtimes[dev] = Runtime(dev)
+                _by_queue[id(rt.queue)] = rt
     return rt
 
 
-def runtime_of_context(context: cl.Context) -> Runtime | None:
-    """The clkit runtime that owns ``context``, if any."""
+def runtime_of_array(array) -> Runtime | None:
+    """The clkit runtime a device array belongs to, if clkit made its context."""
+    rt = _by_queue.get(id(array.queue))  # arrays made by clkit keep the runtime's queue
+    return rt if rt is not None else _runtime_of_context(array.context)
+
+
+def runtime_of_queue(queue) -> Runtime | None:
+    """The clkit runtime whose context a queue belongs to."""
+    rt = _by_queue.get(id(queue))
+    return rt if rt is not None else _runtime_of_context(queue.context)
+
+
+def _runtime_of_context(context) -> Runtime | None:
     for rt in list(_runtimes.values()):
         if rt.context == context:
             return rt

@@ -314,3 +314,18 @@ def test_device_array_from_another_device(rng):
 def test_too_large_for_one_allocation(device):
     with pytest.raises(clkit.OutOfDeviceMemoryError, match="max"):
         clkit.empty(device.max_alloc + 1, np.uint8, device=device)
+
+
+def test_launch_on_another_queue_of_the_device(device, rng):
+    rt = clkit.runtime(device)
+    queue = rt.new_queue()
+    prg = clkit.Program.from_source(SAXPY)
+    x = rng.standard_normal(33).astype(np.float32)
+    y = np.zeros(33, np.float32)
+    launch = prg.saxpy(3.0, x, y, queue=queue)
+    assert launch.device == device
+    np.testing.assert_allclose(y, 3.0 * x, rtol=1e-6)
+    others = [d for d in clkit.devices() if d != device]
+    if others:
+        with pytest.raises(ValueError, match="another context"):
+            prg.saxpy(3.0, x, y, queue=queue, device=others[0])
