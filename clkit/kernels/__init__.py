@@ -1,3 +1,13 @@
-"""The kernel library: ready image and array kernels on any device."""
+"""The kernel library: ready image and array kernels on any OpenCL device.
 
-__all__ = []
+Each function takes ``device=`` and, where it makes sense, ``out=``.  Numpy
+arrays in give numpy arrays out; device arrays in give device arrays out,
+with no transfers.  The kernels are the ``.cl`` files of ``kernels_cl/``,
+one per function.
+"""
+
+from ._basic import grayscale, hello, vector_add
+from ._depth import depth_to_points
+from ._mandelbrot import mandelbrot
+
+__all__ = ["depth_to_points", "grayscale", "hello", "mandelbrot", "vector_add"]

@@ -1,0 +1,274 @@
+"""What the library functions share: argument checks, programs, transfers, output.
+
+Each library function accepts numpy arrays or device arrays
+(:class:`pyopencl.array.Array`): numpy in gives numpy out, device arrays in
+give device arrays out with no transfer of the data.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .._array import check_alloc
+from .._devices import Device, select, select_many
+from .._errors import ArgumentTypeError, ArgumentValueError
+from .._program import Program, load
+from .._runtime import Runtime, runtime, runtime_of_array
+
+CL_TYPES = {
+    np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar", np.dtype(np.int16): "short",
+    np.dtype(np.uint16): "ushort", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint",
+    np.dtype(np.int64): "long", np.dtype(np.uint64): "ulong", np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _program(name: str, defines: tuple) -> Program:
+    return load(name, defines=dict(defines))
+
+
+def program(name: str, **defines) -> Program:
+    """The library program ``kernels_cl/<name>.cl`` built with these defines (one object each)."""
+    return _program(name, tuple(sorted(defines.items())))
+
+
+def round_up(n: int, m: int) -> int:
+    """The smallest multiple of ``m`` that is at least ``n`` (and at least ``m``)."""
+    return max(m, -(-n // m) * m)
+
+
+def is_device_array(x) -> bool:
+    return isinstance(x, cl_array.Array)
+
+
+def is_multi(device) -> bool:
+    """Whether ``device`` asks for several devices (``"all"`` or a list of specs)."""
+    return (isinstance(device, str) and device.strip().lower() == "all") or \
+        isinstance(device, (list, tuple))
+
+
+def host_array(x, func: str, name: str) -> np.ndarray:
+    """``x`` as a numpy array (device arrays are not accepted here)."""
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise ArgumentTypeError(f"{func}: {name} must be an array, not "
+                                    f"{type(x).__name__}") from exc
+    if arr.dtype == object:
+        raise ArgumentTypeError(f"{func}: {name} holds Python objects; pass a numeric array")
+    return arr
+
+
+def check_dtype(func: str, name: str, dtype, allowed) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in [np.dtype(a) for a in allowed]:
+        names = ", ".join(np.dtype(a).name for a in allowed)
+        raise ArgumentTypeError(f"{func}: {name} has dtype {dtype}; use one of {names} "
+                                f"(e.g. {name}.astype(np.float32))")
+    return dtype
+
+
+def check_ndim(func: str, name: str, shape, allowed, what: str):
+    if len(shape) not in allowed:
+        raise ArgumentValueError(f"{func}: {name} must be {what}; got an array of shape "
+                                 f"{tuple(shape)}")
+
+
+def check_number(func: str, name: str, value, *, positive=False, non_negative=False,
+                 integer=False) -> float:
+    """A finite real number argument (a Python or numpy scalar), checked."""
+    kinds = numbers.Integral if integer else numbers.Real
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
+        kind = "an integer" if integer else "a number"
+        raise ArgumentTypeError(f"{func}: {name} must be {kind}, not {value!r}")
+    if not math.isfinite(value):
+        raise ArgumentValueError(f"{func}: {name} must be finite, got {value!r}")
+    if positive and value <= 0:
+        raise ArgumentValueError(f"{func}: {name} must be positive, got {value!r}")
+    if non_negative and value < 0:
+        raise ArgumentValueError(f"{func}: {name} must not be negative, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def require_fp64(func: str, device: Device, what: str):
+    if not device.fp64:
+        raise ArgumentTypeError(f"{func}: {what} needs double precision, which {device} lacks "
+                                "(no cl_khr_fp64); use float32 or another device")
+
+
+def device_of(func: str, device, arrays) -> Device:
+    """The one device to run on: ``device`` if given, else that of a device array, else the best.
+
+    Device-array inputs must all live on that device.
+    """
+    on = [a for a in arrays if is_device_array(a)]
+    homes = []
+    for a in on:
+        rt = runtime_of_array(a)
+        if rt is None:
+            raise ArgumentValueError(f"{func}: a device array was made in a pyopencl context "
+                                     "that clkit did not create; make it with clkit.to_device")
+        homes.append(rt.device)
+    chosen = select(device) if device is not None else (homes[0] if homes else select(None))
+    for home in homes:
+        if home != chosen:
+            raise ArgumentValueError(f"{func}: a device array lives on {home}, but the work runs "
+                                     f"on {chosen}; copy it with clkit.to_device(a.get(), "
+                                     "device=...) or pass device= its device")
+    return chosen
+
+
+def devices_of(device) -> list[Device]:
+    """The devices a multi-device call names (``"all"`` or a list of specs)."""
+    return select_many(device)
+
+
+def contiguous_device(a: cl_array.Array) -> cl_array.Array:
+    """A device array that starts at its buffer's origin and is C-contiguous.
+
+    Vector loads in the library kernels assume the buffer's alignment.
+    """
+    if a.offset == 0 and a.flags.c_contiguous:
+        return a
+    return a.copy() if a.flags.c_contiguous else cl_array.to_device(a.queue, a.get())
+
+
+# -- transfers ------------------------------------------------------------------------------------
+
+# Library kernels read their inputs with loads of up to 16 bytes that assume the alignment of
+# the loaded type; buffers the driver allocates are aligned far more than that.
+INPUT_ALIGN = 16
+OUTPUT_ALIGN = 128
+
+
+def aligned_empty(shape, dtype, align: int = OUTPUT_ALIGN) -> np.ndarray:
+    """An uninitialised numpy array whose data starts on an ``align``-byte boundary."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def upload(rt: Runtime, host: np.ndarray, queue=None, align: int = INPUT_ALIGN):
+    """A device array with ``host``'s data.
+
+    On devices that share memory with the host (CPU drivers) the buffer wraps
+    the numpy memory itself (``USE_HOST_PTR``: no copy) when it is aligned to
+    ``align`` bytes (what the kernel's widest load assumes; otherwise it is
+    copied to aligned memory first), so ``host`` must stay alive and
+    unchanged until the work reading it has finished.
+    """
+    queue = queue or rt.queue
+    host = np.ascontiguousarray(host)
+    check_alloc(rt, host.nbytes, "upload")
+    if host.nbytes and rt.device.unified_memory:
+        if host.ctypes.data % align:
+            copy = aligned_empty(host.shape, host.dtype)
+            copy[...] = host
+            host = copy
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+        buf = cl.Buffer(rt.context, flags, hostbuf=host)
+        arr = cl_array.Array(queue, host.shape, host.dtype, data=buf)
+        arr.host_ref = host  # the buffer's memory
+        return arr
+    return cl_array.to_device(queue, host)
+
+
+def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None):
+    """A device array for a result that will end in ``host`` (or a new device array)."""
+    queue = queue or rt.queue
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    check_alloc(rt, nbytes, "output")
+    if (host is not None and nbytes and rt.device.unified_memory and host.flags.c_contiguous
+            and host.ctypes.data % OUTPUT_ALIGN == 0):
+        flags = cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR
+        buf = cl.Buffer(rt.context, flags, hostbuf=host)
+        arr = cl_array.Array(queue, shape, dtype, data=buf)
+        arr.host_ref = host
+        return arr
+    return cl_array.empty(queue, shape, dtype)
+
+
+def download(arr: cl_array.Array, host: np.ndarray) -> np.ndarray:
+    """Make ``host`` hold ``arr``'s data; returns ``host``."""
+    if arr.size == 0:
+        return host
+    if getattr(arr, "host_ref", None) is host:
+        # The buffer is host's own memory: mapping it makes the device's writes visible.
+        mapped, _ = cl.enqueue_map_buffer(arr.queue, arr.base_data, cl.map_flags.READ, 0,
+                                          (arr.nbytes,), np.uint8)
+        mapped.base.release(arr.queue)
+        arr.queue.finish()
+        return host
+    if host.flags.c_contiguous:
+        cl.enqueue_copy(arr.queue, host, arr.base_data, src_offset=arr.offset)
+    else:
+        host[...] = arr.get()
+    return host
+
+
+def check_out(func: str, out, shape, dtype, on_device: bool):
+    """Check a caller's ``out=`` against the result's shape, dtype and kind."""
+    if out is None:
+        return None
+    if on_device != is_device_array(out):
+        want = "a device array" if on_device else "a numpy array"
+        raise ArgumentTypeError(f"{func}: out must be {want} like the input, not "
+                                f"{type(out).__name__}")
+    if tuple(out.shape) != tuple(shape) or out.dtype != np.dtype(dtype):
+        raise ArgumentValueError(f"{func}: out has shape {tuple(out.shape)} and dtype {out.dtype}; "
+                                 f"the result needs shape {tuple(shape)} and dtype "
+                                 f"{np.dtype(dtype)}")
+    if not on_device and not out.flags.writeable:
+        raise ArgumentValueError(f"{func}: out is read-only")
+    return out
+
+
+def numpy_result(shape, dtype, out) -> np.ndarray:
+    return out if out is not None else aligned_empty(shape, dtype)
+
+
+def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPUT_ALIGN):
+    """Run one library operation on one device, for numpy or device arrays.
+
+    ``launch(rt, srcs, dst)`` enqueues the kernels on ``rt.queue``, reading
+    the device arrays ``srcs`` (one per input, contiguous) and writing the
+    device array ``dst`` of ``shape`` and ``dtype``.  Numpy inputs give a
+    numpy result (``out`` if given); device arrays give a device array.
+    """
+    on_device = is_device_array(inputs[0])
+    if any(is_device_array(x) != on_device for x in inputs):
+        raise ArgumentTypeError(f"{func}: pass all arrays as numpy arrays or all as device "
+                                "arrays, not a mix")
+    out = check_out(func, out, shape, dtype, on_device)
+    dev = device_of(func, device, inputs + ([out] if out is not None else []))
+    rt = runtime(dev)
+    size = int(np.prod(shape, dtype=np.int64))
+    if on_device:
+        srcs = [contiguous_device(x) for x in inputs]
+        direct = out is not None and out.offset == 0 and out.flags.c_contiguous
+        dst = out if direct else cl_array.empty(rt.queue, shape, dtype)
+        if size:
+            launch(rt, srcs, dst)
+        if out is not None and not direct:
+            out[...] = dst
+            return out
+        return dst
+    result = numpy_result(shape, dtype, out)
+    if size == 0:
+        return result
+    srcs = [upload(rt, x, align=align) for x in inputs]
+    dst = device_output(rt, result, shape, dtype)
+    launch(rt, srcs, dst)
+    return download(dst, result)

@@ -1,0 +1,129 @@
+"""Depth image to point cloud, compacted on the device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .._errors import ArgumentTypeError, ArgumentValueError
+from .._runtime import runtime
+from ._common import (CL_TYPES, check_dtype, check_ndim, check_number, contiguous_device,
+                      device_of, host_array, is_device_array, program, upload)
+
+WG = 256
+
+
+def launch_points(rt, depth, rgb, intrinsics, depth_scale, drop_invalid, queue=None):
+    """Enqueue the kernels for one depth image on the device; return (points, colors) arrays.
+
+    Only the point count (4 bytes) is read back, to size the output.
+    """
+    queue = queue or rt.queue
+    height, width = depth.shape
+    n = height * width
+    dtype = np.dtype(depth.dtype)
+    defines = dict(T=CL_TYPES[dtype], DROP_INVALID=int(drop_invalid),
+                   RGB=int(rgb is not None), WG=WG)
+    ppw = 16 // dtype.itemsize
+    blocks = -(-n // (WG * ppw))
+    prg = program("depth_to_points", **defines)
+    launch = dict(local_size=WG, device=rt.device, wait=False, queue=queue)
+    offsets = None
+    count = n
+    if drop_invalid:
+        offsets = cl_array.zeros(queue, blocks + 1, np.uint32)
+        prg.depth_to_points_count(depth, offsets, n, depth_scale, global_size=blocks * WG,
+                                  **launch)
+        prg.depth_to_points_scan(offsets, blocks, global_size=WG, **launch)
+        total = np.empty(1, np.uint32)
+        cl.enqueue_copy(queue, total, offsets.base_data, src_offset=4 * blocks)
+        count = int(total[0])
+    points = cl_array.empty(queue, (count, 3), np.float32)
+    colors = cl_array.empty(queue, (count, 3), np.uint8) if rgb is not None else None
+    if count:
+        fx, fy, cx, cy = intrinsics
+        prg.depth_to_points(depth, rgb, offsets, points, colors, width, n, fx, fy, cx, cy,
+                            depth_scale, global_size=blocks * WG, **launch)
+    return points, colors
+
+
+def depth_to_points(depth, fx, fy, cx, cy, *, depth_scale=1.0, rgb=None, drop_invalid=True,
+                    device=None):
+    """Back-project a depth image through a pinhole camera into 3-D points.
+
+    For column u and row v: ``z = depth / depth_scale``,
+    ``x = (u - cx) z / fx``, ``y = (v - cy) z / fy``.
+
+    Parameters
+    ----------
+    depth : ndarray or device array
+        HxW, uint16 (e.g. millimetres from a 16-bit PNG) or float32.
+    fx, fy, cx, cy : float
+        Focal lengths and principal point, in pixels.
+    depth_scale : float
+        Depth units per unit of z (1000 for millimetres to metres).
+    rgb : ndarray or device array, optional
+        HxWx3 uint8 colours of the same pixels.
+    drop_invalid : bool
+        Leave out pixels whose z is 0 or not finite (default).
+    device : Device or str, optional
+        Where to run: a spec, ``"all"`` or a list of specs.
+
+    Returns
+    -------
+    points : ndarray or device array
+        (N, 3) float32, in row-major pixel order.
+    colors : ndarray or device array
+        (N, 3) uint8, only when ``rgb`` is given (then a tuple is returned).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clkit.kernels import depth_to_points
+    >>> depth = np.array([[1000, 0], [2000, 1000]], np.uint16)  # millimetres
+    >>> depth_to_points(depth, 1.0, 1.0, 0.0, 0.0, depth_scale=1000.0, device="cpu")
+    array([[0., 0., 1.],
+           [0., 2., 2.],
+           [1., 1., 1.]], dtype=float32)
+    """
+    func = "depth_to_points"
+    on_device = is_device_array(depth)
+    if not on_device:
+        depth = host_array(depth, func, "depth")
+    check_ndim(func, "depth", depth.shape, (2,), "an HxW depth image")
+    check_dtype(func, "depth", depth.dtype, (np.uint16, np.float32))
+    intrinsics = tuple(check_number(func, n, v) for n, v in zip(("fx", "fy", "cx", "cy"),
+                                                                  (fx, fy, cx, cy)))
+    if intrinsics[0] == 0 or intrinsics[1] == 0:
+        raise ArgumentValueError(f"{func}: fx and fy must not be 0")
+    depth_scale = check_number(func, "depth_scale", depth_scale)
+    if depth_scale == 0:
+        raise ArgumentValueError(f"{func}: depth_scale must not be 0")
+    if rgb is not None:
+        if is_device_array(rgb) != on_device:
+            raise ArgumentTypeError(f"{func}: pass depth and rgb both as numpy arrays or both as "
+                                    "device arrays")
+        if not on_device:
+            rgb = host_array(rgb, func, "rgb")
+        if tuple(rgb.shape) != tuple(depth.shape) + (3,) or rgb.dtype != np.uint8:
+            raise ArgumentValueError(f"{func}: rgb must be HxWx3 uint8 matching depth "
+                                     f"{tuple(depth.shape)}; got shape {tuple(rgb.shape)} and "
+                                     f"dtype {rgb.dtype}")
+    dev = device_of(func, device, [depth] + ([rgb] if rgb is not None else []))
+    rt = runtime(dev)
+    if depth.size == 0:
+        points = np.empty((0, 3), np.float32)
+        colors = np.empty((0, 3), np.uint8)
+        if on_device:
+            points, colors = (cl_array.to_device(rt.queue, x) for x in (points, colors))
+        return points if rgb is None else (points, colors)
+    if on_device:
+        d_depth, d_rgb = contiguous_device(depth), rgb if rgb is None else contiguous_device(rgb)
+    else:
+        d_depth, d_rgb = upload(rt, depth), rgb if rgb is None else upload(rt, rgb)
+    points, colors = launch_points(rt, d_depth, d_rgb, intrinsics, depth_scale, drop_invalid)
+    if not on_device:
+        points = points.get()
+        colors = colors.get() if colors is not None else None
+    return points if rgb is None else (points, colors)
