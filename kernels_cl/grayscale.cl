@@ -37,10 +37,11 @@
  * Vector code notes. The uchar block is handled in 32-bit words (uint4): channels come out of
  * the words with shifts and masks, and the 16 results are packed back with shifts, so there are
  * no byte shuffles (GPUs have no byte lanes either). Every vector literal joins exactly two
- * 4-lane-or-smaller parts: Oclgrind 21.10's uninitialised-value check crashes on the partly
- * undefined shuffles that wider or many-part literals compile to (a byte-shuffle version ran
- * 1.3x faster on PoCL, but cannot be checked by Oclgrind), and the shuffle2 builtin is 25x
- * slower on PoCL.
+ * parts of at most 4 lanes: Oclgrind 21.10's uninitialised-value check crashes on the partly
+ * undefined shuffles that wider or many-part literals compile to (a uchar16 byte-shuffle
+ * version was only 5% faster on PoCL), and the shuffle2 builtin runs 25x slower on PoCL.
+ * clamp() takes vector bounds: Oclgrind 21.10 computes the vector-with-scalar integer overloads
+ * of min, max and clamp wrongly for every lane but the first.
  */
 
 #define CAT_(a, b) a##b

@@ -11,7 +11,12 @@ from .._runtime import runtime
 from ._common import (CL_TYPES, check_dtype, check_ndim, check_number, contiguous_device,
                       device_of, host_array, is_device_array, program, upload)
 
-WG = 256
+
+
+def _shape(device, dtype) -> tuple[int, int]:
+    """(work-group size, pixels per work-item): one 16-byte load per work-item in full
+    work-groups on GPUs; 16 pixels and small groups on CPUs (2.5x faster with PoCL)."""
+    return (16, 16) if device.type == "cpu" else (256, 16 // np.dtype(dtype).itemsize)
 
 
 def launch_points(rt, depth, rgb, intrinsics, depth_scale, drop_invalid, queue=None):
@@ -23,19 +28,19 @@ def launch_points(rt, depth, rgb, intrinsics, depth_scale, drop_invalid, queue=N
     height, width = depth.shape
     n = height * width
     dtype = np.dtype(depth.dtype)
+    wg, ppw = _shape(rt.device, dtype)
     defines = dict(T=CL_TYPES[dtype], DROP_INVALID=int(drop_invalid),
-                   RGB=int(rgb is not None), WG=WG)
-    ppw = 16 // dtype.itemsize
-    blocks = -(-n // (WG * ppw))
+                   RGB=int(rgb is not None), WG=wg, PPW=ppw)
+    blocks = -(-n // (wg * ppw))
     prg = program("depth_to_points", **defines)
-    launch = dict(local_size=WG, device=rt.device, wait=False, queue=queue)
+    launch = dict(local_size=wg, device=rt.device, wait=False, queue=queue)
     offsets = None
     count = n
     if drop_invalid:
-        offsets = cl_array.zeros(queue, blocks + 1, np.uint32)
-        prg.depth_to_points_count(depth, offsets, n, depth_scale, global_size=blocks * WG,
+        offsets = cl_array.empty(queue, blocks + 1, np.uint32)  # the kernels write every entry
+        prg.depth_to_points_count(depth, offsets, n, depth_scale, global_size=blocks * wg,
                                   **launch)
-        prg.depth_to_points_scan(offsets, blocks, global_size=WG, **launch)
+        prg.depth_to_points_scan(offsets, blocks, global_size=wg, **launch)
         total = np.empty(1, np.uint32)
         cl.enqueue_copy(queue, total, offsets.base_data, src_offset=4 * blocks)
         count = int(total[0])
@@ -44,7 +49,7 @@ def launch_points(rt, depth, rgb, intrinsics, depth_scale, drop_invalid, queue=N
     if count:
         fx, fy, cx, cy = intrinsics
         prg.depth_to_points(depth, rgb, offsets, points, colors, width, n, fx, fy, cx, cy,
-                            depth_scale, global_size=blocks * WG, **launch)
+                            depth_scale, global_size=blocks * wg, **launch)
     return points, colors
 
 
@@ -121,7 +126,9 @@ def depth_to_points(depth, fx, fy, cx, cy, *, depth_scale=1.0, rgb=None, drop_in
     if on_device:
         d_depth, d_rgb = contiguous_device(depth), rgb if rgb is None else contiguous_device(rgb)
     else:
-        d_depth, d_rgb = upload(rt, depth), rgb if rgb is None else upload(rt, rgb)
+        # depths are read as one vector of PPW per work-item, aligned to its size
+        align = _shape(dev, depth.dtype)[1] * depth.dtype.itemsize
+        d_depth, d_rgb = upload(rt, depth, align=align), rgb if rgb is None else upload(rt, rgb)
     points, colors = launch_points(rt, d_depth, d_rgb, intrinsics, depth_scale, drop_invalid)
     if not on_device:
         points = points.get()
