@@ -72,6 +72,9 @@ class Device:
     def __str__(self):
         return f"{self.id} {self.name} ({self.platform}, {self.type})"
 
+    def __repr__(self):
+        return f"<clkit.Device {self}>"
+
     def __eq__(self, other):
         return isinstance(other, Device) and other.key == self.key
 

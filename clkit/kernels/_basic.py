@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import ArgumentTypeError, ArgumentValueError
-from .._runtime import runtime
 from .._devices import select
-from ._common import (CL_TYPES, apply, check_dtype, check_ndim, host_array, is_device_array,
-                      program, require_fp64, round_up)
+from .._errors import ArgumentTypeError, ArgumentValueError
+from ._common import (CL_TYPES, apply, check_dtype, check_ndim, check_out, host_array,
+                      is_device_array, program, require_fp64, round_up)
 
 GROUP = 256  # work-group size of the element-wise kernels: valid everywhere, full warps on GPUs
 
@@ -85,17 +84,27 @@ def vector_add(a, b, out=None, device=None):
                                  "clkit does not broadcast: pass arrays of equal shape")
     dtype = check_dtype(func, "a", a.dtype, list(CL_TYPES))
 
-    def launch(rt, srcs, dst):
+    def launch(rt, srcs, dst, queue):
         if dtype == np.float64:
             require_fp64(func, rt.device, "float64")
         vw = _vector_width(rt.device, dtype)
         n = dst.size
         prg = program("vector_add", T=CL_TYPES[dtype], VW=vw)
         prg.vector_add(srcs[0], srcs[1], dst, n, global_size=round_up(-(-n // vw), GROUP),
-                       local_size=GROUP, device=rt.device, wait=False)
+                       local_size=GROUP, device=rt.device, wait=False, queue=queue)
 
     # The kernel moves VW elements as one vector, aligned to its size (64 bytes at most).
-    return apply(func, device, [a, b], out, a.shape, dtype, launch, align=64)
+    if is_device_array(a):
+        return apply(func, device, [a, b], out, a.shape, dtype, launch, align=64)
+    # Numpy arrays go flat, so that bands (for several devices, or arrays larger than a
+    # device) are runs of elements whatever the shape.
+    check_out(func, out, a.shape, dtype, on_device=False)
+    flat_out = out.reshape(-1) if out is not None and out.flags.c_contiguous else None
+    result = apply(func, device, [np.ravel(a), np.ravel(b)], flat_out, (a.size,), dtype, launch,
+                   align=64).reshape(a.shape)
+    if out is not None and flat_out is None:
+        out[...] = result
+    return out if out is not None else result
 
 
 WEIGHTS = {"bt601": (0.299, 0.587, 0.114), "bt709": (0.2126, 0.7152, 0.0722)}
@@ -160,11 +169,11 @@ def grayscale(image, weights="bt601", out=None, device=None):
     wr, wg, wb = _weights(func, weights)
     block = 16 if dtype == np.uint8 else 4  # pixels per 16-byte access
 
-    def launch(rt, srcs, dst):
+    def launch(rt, srcs, dst, queue):
         ppw = block if rt.device.type == "gpu" else 4 * block
         n = dst.size
         prg = program("grayscale", T=CL_TYPES[dtype], CN=channels, PPW=ppw)
         prg.grayscale(srcs[0], dst, n, wr, wg, wb, global_size=round_up(-(-n // ppw), GROUP),
-                      local_size=GROUP, device=rt.device, wait=False)
+                      local_size=GROUP, device=rt.device, wait=False, queue=queue)
 
     return apply(func, device, [image], out, image.shape[:2], dtype, launch)

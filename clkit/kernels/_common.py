@@ -239,36 +239,80 @@ def numpy_result(shape, dtype, out) -> np.ndarray:
     return out if out is not None else aligned_empty(shape, dtype)
 
 
-def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPUT_ALIGN):
-    """Run one library operation on one device, for numpy or device arrays.
+def probe_rows(n: int, row_bytes: int) -> int:
+    """How many rows a speed probe computes: about 8 MB of data, at most all of them."""
+    return max(1, min(n, (8 << 20) // max(1, row_bytes)))
 
-    ``launch(rt, srcs, dst)`` enqueues the kernels on ``rt.queue``, reading
-    the device arrays ``srcs`` (one per input, contiguous) and writing the
-    device array ``dst`` of ``shape`` and ``dtype``.  Numpy inputs give a
-    numpy result (``out`` if given); device arrays give a device array.
+
+def fits(device: Device, *arrays) -> bool:
+    """Whether arrays can all be on the device at once, in one piece each."""
+    sizes = [a.nbytes for a in arrays]
+    return max(sizes) <= device.max_alloc and sum(sizes) <= device.global_mem // 2
+
+
+def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPUT_ALIGN):
+    """Run a row-wise library operation, for numpy or device arrays, on one or more devices.
+
+    ``launch(rt, srcs, dst, queue)`` enqueues the kernels that compute ``dst``
+    (a device array of ``shape`` and ``dtype``) from ``srcs`` (one device
+    array per input), where output row i depends on row i of each input
+    only (the first axis).  Numpy inputs give a numpy result (``out`` if
+    given); device arrays give a device array.  Several devices, and inputs
+    larger than a device, are run in bands of rows (see ``_bands``).
     """
+    from . import _bands  # the band machinery builds on this module
     on_device = is_device_array(inputs[0])
     if any(is_device_array(x) != on_device for x in inputs):
         raise ArgumentTypeError(f"{func}: pass all arrays as numpy arrays or all as device "
                                 "arrays, not a mix")
     out = check_out(func, out, shape, dtype, on_device)
-    dev = device_of(func, device, inputs + ([out] if out is not None else []))
-    rt = runtime(dev)
     size = int(np.prod(shape, dtype=np.int64))
-    if on_device:
+    if is_multi(device):
+        devices = devices_of(device)
+        home = device_of(func, None, inputs) if on_device else None
+    else:
+        home = device_of(func, device, inputs + ([out] if out is not None else []))
+        devices = [home]
+    if on_device and len(devices) == 1:
+        rt = runtime(home)
         srcs = [contiguous_device(x) for x in inputs]
         direct = out is not None and out.offset == 0 and out.flags.c_contiguous
         dst = out if direct else cl_array.empty(rt.queue, shape, dtype)
         if size:
-            launch(rt, srcs, dst)
+            launch(rt, srcs, dst, rt.queue)
         if out is not None and not direct:
             out[...] = dst
             return out
         return dst
-    result = numpy_result(shape, dtype, out)
-    if size == 0:
-        return result
-    srcs = [upload(rt, x, align=align) for x in inputs]
-    dst = device_output(rt, result, shape, dtype)
-    launch(rt, srcs, dst)
-    return download(dst, result)
+    hosts = [x.get() if on_device else x for x in inputs]
+    result = numpy_result(shape, dtype, None if on_device else out)
+    if size:
+        if len(devices) == 1 and fits(devices[0], *hosts, result):
+            rt = runtime(devices[0])
+            srcs = [upload(rt, x, align=align) for x in hosts]
+            dst = device_output(rt, result, shape, dtype)
+            launch(rt, srcs, dst, rt.queue)
+            download(dst, result)
+        else:
+            def band(rt, queue, r0, r1):
+                srcs = [upload(rt, x[r0:r1], queue, align=align) for x in hosts]
+                part = result[r0:r1]
+                dst = device_output(rt, part, part.shape, dtype, queue)
+                launch(rt, srcs, dst, queue)
+                download(dst, part)
+
+            row_bytes = (sum(x.nbytes for x in hosts) + result.nbytes) // shape[0]
+
+            def probe(dev):
+                k = probe_rows(shape[0], row_bytes)
+                band(runtime(dev), runtime(dev).queue, 0, k)
+                return k
+
+            key = (func, tuple(x.dtype for x in hosts), tuple(x.shape[1:] for x in hosts))
+            plan = _bands.proportional(devices, shape[0], key, probe)
+            _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, row_bytes))
+    if on_device:
+        dst = out if out is not None else cl_array.empty(runtime(home).queue, shape, dtype)
+        dst.set(result)
+        return dst
+    return result

@@ -8,8 +8,10 @@ import pyopencl.array as cl_array
 
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._runtime import runtime
+from . import _bands
 from ._common import (CL_TYPES, check_dtype, check_ndim, check_number, contiguous_device,
-                      device_of, host_array, is_device_array, program, upload)
+                      device_of, devices_of, host_array, is_device_array, is_multi, program,
+                      upload)
 
 
 
@@ -115,22 +117,55 @@ def depth_to_points(depth, fx, fy, cx, cy, *, depth_scale=1.0, rgb=None, drop_in
             raise ArgumentValueError(f"{func}: rgb must be HxWx3 uint8 matching depth "
                                      f"{tuple(depth.shape)}; got shape {tuple(rgb.shape)} and "
                                      f"dtype {rgb.dtype}")
-    dev = device_of(func, device, [depth] + ([rgb] if rgb is not None else []))
-    rt = runtime(dev)
+    inputs = [depth] + ([rgb] if rgb is not None else [])
+    multi = is_multi(device)
+    home = device_of(func, None if multi else device, inputs) if on_device or not multi else None
+    devices = devices_of(device) if multi else [home]
     if depth.size == 0:
         points = np.empty((0, 3), np.float32)
         colors = np.empty((0, 3), np.uint8)
         if on_device:
-            points, colors = (cl_array.to_device(rt.queue, x) for x in (points, colors))
+            points, colors = (cl_array.to_device(runtime(home).queue, x) for x in (points, colors))
         return points if rgb is None else (points, colors)
-    if on_device:
-        d_depth, d_rgb = contiguous_device(depth), rgb if rgb is None else contiguous_device(rgb)
-    else:
+    if on_device and not multi:
+        rt = runtime(home)
+        d_rgb = rgb if rgb is None else contiguous_device(rgb)
+        points, colors = launch_points(rt, contiguous_device(depth), d_rgb, intrinsics,
+                                       depth_scale, drop_invalid)
+        return points if rgb is None else (points, colors)
+    host_depth = depth.get() if on_device else depth
+    host_rgb = rgb.get() if on_device and rgb is not None else rgb
+    pieces = {}
+
+    def band(rt, queue, r0, r1):
+        # Rows r0.. of the image are rows 0.. of the band: shift the principal point to match.
+        fx_, fy_, cx_, cy_ = intrinsics
         # depths are read as one vector of PPW per work-item, aligned to its size
-        align = _shape(dev, depth.dtype)[1] * depth.dtype.itemsize
-        d_depth, d_rgb = upload(rt, depth, align=align), rgb if rgb is None else upload(rt, rgb)
-    points, colors = launch_points(rt, d_depth, d_rgb, intrinsics, depth_scale, drop_invalid)
-    if not on_device:
-        points = points.get()
-        colors = colors.get() if colors is not None else None
+        align = _shape(rt.device, host_depth.dtype)[1] * host_depth.itemsize
+        d_depth = upload(rt, host_depth[r0:r1], queue, align=align)
+        d_rgb = None if host_rgb is None else upload(rt, host_rgb[r0:r1], queue)
+        points, colors = launch_points(rt, d_depth, d_rgb, (fx_, fy_, cx_, cy_ - r0),
+                                       depth_scale, drop_invalid, queue)
+        pieces[r0] = (points.get(), None if colors is None else colors.get())
+
+    height = host_depth.shape[0]
+    row_bytes = host_depth[:1].nbytes + (0 if host_rgb is None else host_rgb[:1].nbytes) \
+        + 15 * host_depth.shape[1]  # up to 12 bytes of point and 3 of colour per pixel
+
+    def probe(dev):
+        rows = max(1, min(height, (1 << 22) // row_bytes))
+        band(runtime(dev), runtime(dev).queue, 0, rows)
+        return rows
+
+    key = (func, host_depth.dtype, host_depth.shape[1], host_rgb is not None, drop_invalid)
+    plan = _bands.proportional(devices, height, key, probe) if multi else [(home, 0, height)]
+    pieces.clear()
+    _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, row_bytes))
+    ordered = [pieces[r0] for r0 in sorted(pieces)]
+    points = np.concatenate([p for p, _ in ordered])
+    colors = None if host_rgb is None else np.concatenate([c for _, c in ordered])
+    if on_device:
+        queue = runtime(home).queue
+        points = cl_array.to_device(queue, points)
+        colors = None if colors is None else cl_array.to_device(queue, colors)
     return points if rgb is None else (points, colors)

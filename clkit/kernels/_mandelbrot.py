@@ -7,9 +7,10 @@ import pyopencl.array as cl_array
 
 from .._errors import ArgumentValueError
 from .._runtime import runtime
-from ._common import (CL_TYPES, check_dtype, check_number, check_out, device_of, download,
-                      device_output, is_device_array, numpy_result, program, require_fp64,
-                      round_up)
+from . import _bands
+from ._common import (CL_TYPES, aligned_empty, check_dtype, check_number, check_out, device_of,
+                      device_output, devices_of, download, is_device_array, is_multi, program,
+                      require_fp64, round_up)
 
 LOCAL = (16, 8)
 
@@ -88,18 +89,39 @@ def mandelbrot(width, height, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5, max_i
     shape = (height, width)
     on_device = out is not None and is_device_array(out)
     out = check_out(func, out, shape, np.int32, on_device)
-    dev = device_of(func, device, [out] if on_device else [])
+    devices = devices_of(device) if is_multi(device) else \
+        [device_of(func, device, [out] if on_device else [])]
     if dtype == np.float64:
-        require_fp64(func, dev, "dtype float64")
-    rt = runtime(dev)
-    if on_device:
+        for dev in devices:
+            require_fp64(func, dev, "dtype float64")
+    args = (width, height, window, max_iter, dtype)
+    if on_device and len(devices) == 1:
+        rt = runtime(devices[0])
         dst = out if out.offset == 0 and out.flags.c_contiguous else \
             cl_array.empty(rt.queue, shape, np.int32)
         launch_band(rt, dst, width, height, 0, height, window, max_iter, dtype)
         if dst is not out:
             out[...] = dst
         return out
-    result = numpy_result(shape, np.int32, out)
-    dst = device_output(rt, result, shape, np.int32)
-    launch_band(rt, dst, width, height, 0, height, window, max_iter, dtype)
-    return download(dst, result)
+    result = aligned_empty(shape, np.int32)
+
+    def band(rt, queue, r0, r1):
+        part = result[r0:r1]
+        dst = device_output(rt, part, part.shape, np.int32, queue)
+        launch_band(rt, dst, width, height, r0, r1 - r0, window, max_iter, dtype, queue)
+        download(dst, part)
+
+    def probe(dev):
+        rows = max(1, min(height, (1 << 20) // width))
+        band(runtime(dev), runtime(dev).queue, (height - rows) // 2, (height + rows) // 2 or 1)
+        return rows
+
+    plan = _bands.proportional(devices, height, (func,) + args, probe)
+    _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, 4 * width))
+    if on_device:
+        out.set(result)
+        return out
+    if out is not None:
+        out[...] = result
+        return out
+    return result
