@@ -422,7 +422,7 @@ def _pointer_converter(bound, p):
         check_alloc(rt, arr.nbytes, f"{bound.where(p)}")
         staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
         try:
-            buf = rt.pool.allocate(arr.nbytes)
+            buf = rt.pool(job.queue).allocate(arr.nbytes)
             cl.enqueue_copy(job.queue, buf, staging, is_blocking=False)
         except cl.Error as exc:
             raise _launch_error(exc, bound, (), None) from exc

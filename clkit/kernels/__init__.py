@@ -7,7 +7,9 @@ one per function.
 """
 
 from ._basic import grayscale, hello, vector_add
+from ._convolve import convolve, gaussian_blur
 from ._depth import depth_to_points
 from ._mandelbrot import mandelbrot
 
-__all__ = ["depth_to_points", "grayscale", "hello", "mandelbrot", "vector_add"]
+__all__ = ["convolve", "depth_to_points", "gaussian_blur", "grayscale", "hello", "mandelbrot",
+           "vector_add"]

@@ -30,13 +30,13 @@ CL_TYPES = {
 
 
 @functools.lru_cache(maxsize=None)
-def _program(name: str, defines: tuple) -> Program:
-    return load(name, defines=dict(defines))
+def _program(name: str, defines: tuple, options: tuple) -> Program:
+    return load(name, defines=dict(defines), options=options)
 
 
-def program(name: str, **defines) -> Program:
+def program(name: str, options: tuple = (), **defines) -> Program:
     """The library program ``kernels_cl/<name>.cl`` built with these defines (one object each)."""
-    return _program(name, tuple(sorted(defines.items())))
+    return _program(name, tuple(sorted(defines.items())), tuple(options))
 
 
 def round_up(n: int, m: int) -> int:
@@ -85,13 +85,13 @@ def check_ndim(func: str, name: str, shape, allowed, what: str):
 
 
 def check_number(func: str, name: str, value, *, positive=False, non_negative=False,
-                 integer=False) -> float:
-    """A finite real number argument (a Python or numpy scalar), checked."""
+                 integer=False, finite=True) -> float:
+    """A real number argument (a Python or numpy scalar), checked; finite unless told."""
     kinds = numbers.Integral if integer else numbers.Real
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
         kind = "an integer" if integer else "a number"
         raise ArgumentTypeError(f"{func}: {name} must be {kind}, not {value!r}")
-    if not math.isfinite(value):
+    if finite and not math.isfinite(value):
         raise ArgumentValueError(f"{func}: {name} must be finite, got {value!r}")
     if positive and value <= 0:
         raise ArgumentValueError(f"{func}: {name} must be positive, got {value!r}")

@@ -33,6 +33,22 @@ def launch_band(rt, dst, width, height, row0, rows, window, max_iter, dtype, que
                    queue=queue)
 
 
+def mandelbrot_rows(width, height, r0, r1, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5,
+                    max_iter=256, dtype=np.float32, device=None):
+    """Rows ``r0 .. r1 - 1`` of :func:`mandelbrot`'s image, on one device (for MPI ranks)."""
+    width, height, window, max_iter, dtype = check_args(
+        "mandelbrot", width, height, (xmin, xmax, ymin, ymax), max_iter, dtype)
+    rt = runtime(device_of("mandelbrot", device, []))
+    if dtype == np.float64:
+        require_fp64("mandelbrot", rt.device, "dtype float64")
+    part = aligned_empty((r1 - r0, width), np.int32)
+    if part.size:
+        dst = device_output(rt, part, part.shape, np.int32)
+        launch_band(rt, dst, width, height, r0, r1 - r0, window, max_iter, dtype)
+        download(dst, part)
+    return part
+
+
 def check_args(func, width, height, window, max_iter, dtype):
     width = check_number(func, "width", width, integer=True, positive=True)
     height = check_number(func, "height", height, integer=True, positive=True)

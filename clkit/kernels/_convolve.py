@@ -1,0 +1,425 @@
+"""2-D convolution and Gaussian blur (``kernels_cl/convolution.cl``).
+
+The kernels compute a band of output rows from a source buffer that holds
+the image rows the band needs, read through ``rowmap`` (for each padded row,
+its row in the source, already folded by the border mode, or -1 for a row of
+cval).  The whole image is one band; several devices, images larger than a
+device and MPI ranks use smaller ones, with the same kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .._errors import ArgumentTypeError, ArgumentValueError
+from .._runtime import runtime
+from . import _bands
+from ._common import (CL_TYPES, aligned_empty, check_dtype, check_ndim, check_number, check_out,
+                      contiguous_device, device_of, device_output, devices_of, download,
+                      host_array, is_device_array, is_multi, probe_rows, program, require_fp64,
+                      upload)
+
+MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
+         "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
+IMAGE_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.uint32, np.float32,
+                np.float64)
+
+
+def fold(i, n: int, mode: str) -> np.ndarray:
+    """Image coordinates ``i`` mapped into ``[0, n)`` as scipy.ndimage extends; -1 is cval."""
+    i = np.asarray(i, dtype=np.int64)
+    if mode == "reflect":
+        m = np.mod(i, 2 * n)
+        return np.where(m < n, m, 2 * n - 1 - m)
+    if mode == "mirror":
+        if n == 1:
+            return np.zeros_like(i)
+        m = np.mod(i, 2 * n - 2)
+        return np.where(m < n, m, 2 * n - 2 - m)
+    if mode == "nearest":
+        return np.clip(i, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(i, n)
+    return np.where((i >= 0) & (i < n), i, -1)
+
+
+def band_rows(height: int, r0: int, r1: int, kh: int, anchor_y: int, mode: str):
+    """The image rows that output rows ``[r0, r1)`` read, and the band's rowmap.
+
+    ``rows`` is a contiguous range when that is exactly what is needed, else
+    the distinct rows, sorted (wrap mode at the edges, masks taller than the
+    image); ``rowmap[p]`` is the index in ``rows`` of padded row ``p``, or -1.
+    """
+    folded = fold(np.arange(r0 - anchor_y, r1 + kh - 1 - anchor_y), height, mode)
+    needed = np.unique(folded[folded >= 0])
+    if needed.size == 0:  # every tap reads cval; the kernel never reads the source
+        return np.zeros(1, np.int64), folded.astype(np.int32)
+    lo, hi = int(needed[0]), int(needed[-1])
+    if hi - lo + 1 == needed.size:
+        return np.arange(lo, hi + 1), np.where(folded >= 0, folded - lo, -1).astype(np.int32)
+    rowmap = np.where(folded >= 0, np.searchsorted(needed, folded), -1)
+    return needed, rowmap.astype(np.int32)
+
+
+def gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
+    """scipy.ndimage's 1-D Gaussian: radius ``int(truncate * sigma + 0.5)``, normalised."""
+    if sigma == 0:
+        return np.ones(1)
+    radius = int(truncate * sigma + 0.5)
+    x = np.arange(-radius, radius + 1, dtype=np.float64)
+    phi = np.exp(-0.5 / sigma ** 2 * x ** 2)
+    return phi / phi.sum()
+
+
+def separable_factors(corr: np.ndarray, acc) -> tuple | None:
+    """(column, row) with ``corr == outer(column, row)`` to a few ulps of ``acc``, else None."""
+    if corr.shape[0] < 2 or corr.shape[1] < 2 or not np.all(np.isfinite(corr)) or \
+            not np.any(corr):
+        return None
+    u, s, vt = np.linalg.svd(corr)
+    if np.sqrt(np.sum(s[1:] ** 2)) > 4 * np.finfo(acc).eps * s[0]:
+        return None
+    root = np.sqrt(s[0])
+    return u[:, 0] * root, vt[0] * root
+
+
+class Filter:
+    """A 2-D filter ready to run on bands of one image shape and dtype.
+
+    ``corr`` is the mask in correlation form (scipy's convolve mask flipped)
+    with ``anchor`` = taps (above, left of) the centre; ``factors`` selects
+    the two-pass path.  It holds no image, so it can be sent to MPI ranks.
+    """
+
+    def __init__(self, func, shape, dtype, corr, anchor, factors, mode, cval):
+        self.func = func
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.acc = np.dtype(np.float64 if self.dtype == np.float64 else np.float32)
+        self.corr = corr
+        self.anchor = anchor
+        self.factors = factors
+        self.mode = mode
+        self.cval = cval
+        self.channels = shape[2] if len(shape) == 3 else 1
+
+    # -- construction and checks -----------------------------------------------------------
+
+    @staticmethod
+    def _check_image(func, image, mode, cval):
+        check_ndim(func, "image", image.shape, (2, 3), "HxW or HxWxC")
+        if image.ndim == 3 and not 1 <= image.shape[2] <= 4:
+            raise ArgumentValueError(f"{func}: images have 1 to 4 channels; got shape "
+                                     f"{tuple(image.shape)} (filter the channels in groups)")
+        check_dtype(func, "image", image.dtype, IMAGE_DTYPES)
+        if mode not in MODES:
+            raise ArgumentValueError(f"{func}: unknown mode {mode!r}; use one of "
+                                     f"{', '.join(MODES)}")
+        return check_number(func, "cval", cval, finite=False)
+
+    @classmethod
+    def for_mask(cls, func, image, mask, mode, cval):
+        """The filter of ``scipy.ndimage.convolve(image, mask, mode, cval)``."""
+        cval = cls._check_image(func, image, mode, cval)
+        if is_device_array(mask):
+            mask = mask.get()
+        m = host_array(mask, func, "mask")
+        if m.ndim != 2 or m.size == 0:
+            raise ArgumentValueError(f"{func}: mask must be a non-empty 2-D array; got shape "
+                                     f"{m.shape}")
+        if m.dtype.kind not in "biuf":
+            raise ArgumentTypeError(f"{func}: mask has dtype {m.dtype}; pass real numbers")
+        corr = m.astype(np.float64)[::-1, ::-1]
+        anchor = ((m.shape[0] - 1) // 2, (m.shape[1] - 1) // 2)
+        acc = np.float64 if np.dtype(image.dtype) == np.float64 else np.float32
+        return cls(func, image.shape, image.dtype, corr, anchor, separable_factors(corr, acc),
+                   mode, cval)
+
+    @classmethod
+    def for_gaussian(cls, func, image, sigma, mode, cval, truncate):
+        """The filter of ``scipy.ndimage.gaussian_filter`` over the two image axes."""
+        cval = cls._check_image(func, image, mode, cval)
+        sigmas = np.atleast_1d(np.asarray(sigma, dtype=object))
+        if sigmas.size == 3 and image.ndim == 3 and sigmas[2] == 0:
+            sigmas = sigmas[:2]  # scipy's spelling of "each channel separately"
+        if sigmas.size == 1:
+            sigmas = np.repeat(sigmas, 2)
+        if sigmas.size != 2:
+            raise ArgumentValueError(f"{func}: sigma is one number or one per image axis "
+                                     f"(sy, sx); got {sigma!r}")
+        sy, sx = (check_number(func, "sigma", s, non_negative=True) for s in sigmas)
+        truncate = check_number(func, "truncate", truncate, positive=True)
+        col, row = gaussian_weights(sy, truncate), gaussian_weights(sx, truncate)
+        corr = np.outer(col, row)  # symmetric: convolution and correlation agree
+        anchor = ((col.size - 1) // 2, (row.size - 1) // 2)
+        factors = (col, row) if corr.shape[0] > 1 and corr.shape[1] > 1 else None
+        return cls(func, image.shape, image.dtype, corr, anchor, factors, mode, cval)
+
+    def without_image(self) -> "Filter":
+        return self
+
+    # -- bands -------------------------------------------------------------------------------
+
+    @property
+    def out_shape(self):
+        return self.shape
+
+    def rows_needed(self, r0: int, r1: int) -> np.ndarray:
+        """The image rows output rows ``[r0, r1)`` read."""
+        return band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
+                         self.mode)[0]
+
+    def _program(self, device):
+        kh, kw = self.corr.shape
+        defines = dict(SRC_T=CL_TYPES[self.dtype], ACC_T="double" if self.acc == np.float64
+                       else "float", CHANNELS=self.channels, KW=kw, KH=kh,
+                       ANCHOR_X=self.anchor[1], BORDER=MODES[self.mode])
+        options = ()
+        if self.corr.size * self.acc.itemsize > device.cl_device.max_constant_buffer_size:
+            defines["MASK_SPACE"] = "__global"
+        geometry = _geometry(device, kh, kw, self.channels, self.acc.itemsize,
+                             self.factors is not None)
+        defines.update(geometry.defines)
+        if device.simulator:
+            # Oclgrind 21.10: its uninitialised-value check misreads register permutes, and
+            # its interpreter stops at instructions (freeze) that LLVM's optimiser emits.
+            defines.setdefault("CPU_PERMUTE", 2)
+            options = ("-cl-opt-disable",)
+        return program("convolution", options=options, **defines), geometry
+
+    def launch(self, rt, queue, src, rowmap, out_rows: int, dst):
+        """Enqueue the kernels that fill ``dst`` (``out_rows`` rows) from ``src`` rows."""
+        if self.acc == np.float64:
+            require_fp64(self.func, rt.device, "a float64 image")
+        prg, geometry = self._program(rt.device)
+        width = self.shape[1]
+        call = dict(device=rt.device, wait=False, queue=queue)
+        acc = self.acc.type
+        if self.factors is None:
+            g, l = geometry.sizes(width, out_rows)
+            prg.convolve_2d(src, rowmap, self.corr.astype(self.acc), dst, width, out_rows,
+                            acc(self.cval), global_size=g, local_size=l, **call)
+            return
+        col, row = (f.astype(self.acc) for f in self.factors)
+        n_src = src.size // (width * self.channels)
+        tmp = cl_array.empty(queue, (n_src, width * self.channels), self.acc)
+        g, l = geometry.sizes(width, n_src)
+        prg.convolve_rows(src, row, tmp, width, n_src, acc(self.cval), global_size=g,
+                          local_size=l, **call)
+        # A row outside the image is all cval, which the row pass would have made cval * sum(row).
+        cval_cols = acc(self.cval * float(np.sum(row, dtype=np.float64)))
+        g, l = geometry.sizes(width, out_rows)
+        prg.convolve_cols(tmp, rowmap, col, dst, width, out_rows, cval_cols, global_size=g,
+                          local_size=l, **call)
+
+    def band(self, rt, queue, image_rows, r0, r1, dst):
+        """Enqueue output rows ``[r0, r1)`` into ``dst`` from the host rows of the image."""
+        rows, rowmap = band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
+                                 self.mode)
+        src = image_rows(rows)
+        self.launch(rt, queue, src, rowmap, r1 - r0, dst)
+
+    def band_from_rows(self, rows_data, r0, r1, device) -> np.ndarray:
+        """Output rows ``[r0, r1)`` on ``device`` from ``rows_data = image[rows_needed(r0, r1)]``."""
+        rt = runtime(device)
+        part = aligned_empty((r1 - r0,) + self.shape[1:], self.acc)
+        if part.size:
+            dst = device_output(rt, part, part.shape, self.acc)
+            src = upload(rt, rows_data)
+            _, rowmap = band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
+                                  self.mode)
+            self.launch(rt, rt.queue, src, rowmap, r1 - r0, dst)
+            download(dst, part)
+        return part
+
+    # -- the whole job -----------------------------------------------------------------------
+
+    def run(self, image, out, device):
+        """Filter a whole numpy or device image on one or several devices."""
+        func = self.func
+        on_device = is_device_array(image)
+        out = check_out(func, out, self.shape, self.acc, on_device)
+        height = self.shape[0]
+        multi = is_multi(device)
+        arrays = [image] + ([out] if out is not None else [])
+        # home: where a device result lives, or the one device of a single-device run
+        home = device_of(func, None if multi else device, arrays) \
+            if on_device or not multi else None
+        devices = devices_of(device) if multi else [home]
+        if image.size == 0:
+            result = aligned_empty(self.shape, self.acc) if out is None else out
+            if on_device and out is None:
+                result = cl_array.empty(runtime(home).queue, self.shape, self.acc)
+            return result
+        if on_device and not multi:
+            rt = runtime(home)
+            src = contiguous_device(image)
+            direct = out is not None and out.offset == 0 and out.flags.c_contiguous
+            dst = out if direct else cl_array.empty(rt.queue, self.shape, self.acc)
+            # The whole image is one band, and its output rows read every image row.
+            _, rowmap = band_rows(height, 0, height, self.corr.shape[0], self.anchor[0],
+                                  self.mode)
+            self.launch(rt, rt.queue, src, rowmap, height, dst)
+            if out is not None and not direct:
+                out[...] = dst
+                return out
+            return dst
+        host = image.get() if on_device else np.ascontiguousarray(image)
+        result = aligned_empty(self.shape, self.acc) if on_device or out is None else out
+
+        def band(rt, queue, r0, r1):
+            part = result[r0:r1]
+            dst = device_output(rt, part, part.shape, self.acc, queue)
+
+            def rows_of(rows):
+                if rows.size == rows[-1] - rows[0] + 1:
+                    return upload(rt, host[rows[0]:rows[-1] + 1], queue)
+                return upload(rt, host[rows], queue)
+            self.band(rt, queue, rows_of, r0, r1, dst)
+            download(dst, part)
+
+        row_bytes = (host[:1].nbytes + result[:1].nbytes * (3 if self.factors else 1))
+        halo = self.corr.shape[0]
+
+        def probe(dev):
+            k = probe_rows(height, row_bytes)
+            band(runtime(dev), runtime(dev).queue, 0, k)
+            return k
+
+        key = (func, self.dtype, self.shape[1:], self.corr.shape, self.factors is not None)
+        plan = _bands.proportional(devices, height, key, probe) if multi else \
+            [(home, 0, height)]
+        _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, row_bytes, halo))
+        if on_device:
+            dst = out if out is not None else cl_array.empty(runtime(home).queue, self.shape,
+                                                             self.acc)
+            dst.set(result)
+            return dst
+        return result
+
+
+class _Geometry:
+    """Variant defines and launch sizes of convolution.cl on one device."""
+
+    def __init__(self, variant, defines, **sizes):
+        self.variant = variant
+        self.defines = defines
+        self.__dict__.update(sizes)
+
+    def sizes(self, width: int, rows: int):
+        """(global, local) sizes for ``rows`` rows of ``width`` pixels."""
+        rowlen = width * self.channels
+        if self.variant == "cpu":
+            gx = -(-rowlen // (self.vw * self.nvec))
+            lx = min(4, gx)
+            return (-(-gx // lx) * lx, -(-rows // self.rows)), (lx, 1)
+        gx = -(-rowlen // (self.lx * self.px)) * self.lx
+        gy = -(-rows // (self.ly * self.py)) * self.ly
+        return (gx, gy), (self.lx, self.ly)
+
+
+def _geometry(device, kh, kw, channels, itemsize, separable) -> _Geometry:
+    """The kernel variant for a device: local-memory tiles on GPUs, SIMD runs elsewhere.
+
+    CPU variant (PoCL-tuned): runs of VW * NVEC elements, ROWS rows per
+    work-item, NACC accumulators, work-groups of 4.  GPU variant: 32 x 8
+    work-groups, each work-item 2 outputs 32 apart on 4 rows, the mask rows
+    in chunks that fit the local memory.  A mask too wide for a GPU tile
+    falls back to the CPU variant, which runs on GPUs too.
+    """
+    if device.type == "gpu":
+        lx, ly, px, py = 32, 8, 2, 4
+        budget = min(device.local_mem, 48 * 1024) - 1024
+        tile_w = lx * px + (kw - 1) * channels
+        chunk = min(kh, budget // (itemsize * tile_w) - ly * py + 1)
+        if chunk >= 1 and ly * py * tile_w * itemsize <= budget:
+            return _Geometry("gpu", dict(CONV_VARIANT="CONV_GPU", LX=lx, LY=ly, PX=px, PY=py,
+                                         KH_CHUNK=chunk),
+                             channels=channels, lx=lx, ly=ly, px=px, py=py)
+    vw = 16 if itemsize == 4 else 8
+    nvec = 2 if separable else 1
+    return _Geometry("cpu", dict(CONV_VARIANT="CONV_CPU", VW=vw, NVEC=nvec, ROWS=4, NACC=2),
+                     channels=channels, vw=vw, nvec=nvec, rows=4)
+
+
+def _image(func, image):
+    return image if is_device_array(image) else host_array(image, func, "image")
+
+
+def convolve(image, mask, mode="reflect", cval=0.0, out=None, device=None):
+    """Convolve an image with a 2-D mask, as ``scipy.ndimage.convolve``.
+
+    Parameters
+    ----------
+    image : ndarray or device array
+        HxW, or HxWxC with 1 to 4 channels (each filtered separately);
+        uint8, int8, uint16, int16, int32, uint32, float32 or float64.
+    mask : array_like
+        Any 2-D size, odd or even.  A rank-1 (separable) mask takes a two-pass
+        path automatically, with the same results.
+    mode : {"reflect", "constant", "nearest", "mirror", "wrap"}
+        How the image extends beyond its edges, as in scipy.ndimage.
+    cval : float
+        The value outside the image in ``"constant"`` mode.
+    out : ndarray or device array, optional
+        Same shape as the image, float32 (float64 for float64 images).
+    device : Device or str, optional
+        Where to run: a spec, ``"all"`` or a list of specs.
+
+    Returns
+    -------
+    ndarray or device array
+        float32 (integer and float32 images) or float64 (float64 images, on
+        devices with fp64), the image's shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clkit.kernels import convolve
+    >>> image = np.arange(12, dtype=np.float32).reshape(3, 4)
+    >>> convolve(image, np.ones((1, 3)) / 3, mode="nearest", device="cpu")
+    array([[ 0.33333334,  1.        ,  2.        ,  2.6666667 ],
+           [ 4.3333335 ,  5.        ,  6.        ,  6.6666665 ],
+           [ 8.333333  ,  9.        , 10.        , 10.666667  ]], dtype=float32)
+    """
+    image = _image("convolve", image)
+    return Filter.for_mask("convolve", image, mask, mode, cval).run(image, out, device)
+
+
+def gaussian_blur(image, sigma, mode="reflect", cval=0.0, truncate=4.0, out=None, device=None):
+    """Gaussian blur, as ``scipy.ndimage.gaussian_filter``.
+
+    Parameters
+    ----------
+    image : ndarray or device array
+        HxW, or HxWxC with 1 to 4 channels (each blurred separately, as scipy
+        with ``sigma=(s, s, 0)``); dtypes as :func:`convolve`.
+    sigma : float or (float, float)
+        Standard deviation in pixels, one for both axes or (rows, columns);
+        not negative (0 leaves that axis as it is, as in scipy).
+    mode : {"reflect", "constant", "nearest", "mirror", "wrap"}
+    cval : float
+    truncate : float
+        The mask's radius is ``int(truncate * sigma + 0.5)``.
+    out : ndarray or device array, optional
+    device : Device or str, optional
+        Where to run: a spec, ``"all"`` or a list of specs.
+
+    Returns
+    -------
+    ndarray or device array
+        float32 (float64 for float64 images), the image's shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clkit.kernels import gaussian_blur
+    >>> impulse = np.zeros((5, 5), np.float32); impulse[2, 2] = 1
+    >>> gaussian_blur(impulse, 1.0, device="cpu")[2].round(3)
+    array([0.034, 0.096, 0.135, 0.096, 0.034], dtype=float32)
+    """
+    image = _image("gaussian_blur", image)
+    return Filter.for_gaussian("gaussian_blur", image, sigma, mode, cval, truncate) \
+        .run(image, out, device)
