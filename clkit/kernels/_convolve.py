@@ -214,13 +214,6 @@ class Filter:
         prg.convolve_cols(tmp, rowmap, col, dst, width, out_rows, cval_cols, global_size=g,
                           local_size=l, **call)
 
-    def band(self, rt, queue, image_rows, r0, r1, dst):
-        """Enqueue output rows ``[r0, r1)`` into ``dst`` from the host rows of the image."""
-        rows, rowmap = band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
-                                 self.mode)
-        src = image_rows(rows)
-        self.launch(rt, queue, src, rowmap, r1 - r0, dst)
-
     def band_from_rows(self, rows_data, r0, r1, device) -> np.ndarray:
         """Output rows ``[r0, r1)`` on ``device`` from ``rows_data = image[rows_needed(r0, r1)]``."""
         rt = runtime(device)
@@ -271,13 +264,13 @@ class Filter:
 
         def band(rt, queue, r0, r1):
             part = result[r0:r1]
+            rows, rowmap = band_rows(height, r0, r1, self.corr.shape[0], self.anchor[0],
+                                     self.mode)
+            contiguous = rows.size == rows[-1] - rows[0] + 1
+            # src may wrap host memory (no copy): it must live until the band is home
+            src = upload(rt, host[rows[0]:rows[-1] + 1] if contiguous else host[rows], queue)
             dst = device_output(rt, part, part.shape, self.acc, queue)
-
-            def rows_of(rows):
-                if rows.size == rows[-1] - rows[0] + 1:
-                    return upload(rt, host[rows[0]:rows[-1] + 1], queue)
-                return upload(rt, host[rows], queue)
-            self.band(rt, queue, rows_of, r0, r1, dst)
+            self.launch(rt, queue, src, rowmap, r1 - r0, dst)
             download(dst, part)
 
         row_bytes = (host[:1].nbytes + result[:1].nbytes * (3 if self.factors else 1))

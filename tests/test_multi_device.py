@@ -1,0 +1,152 @@
+"""device="all" and device lists split the work across devices; results equal one device's.
+
+With two or more non-simulator devices (e.g. POCL_DEVICES="pthread pthread")
+the tests use them all; otherwise they pair the first device with the
+Oclgrind simulator as a second implementation, on small inputs.
+``test_two_pocl_devices`` reruns this module with two PoCL devices.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import clkit
+from clkit import kernels as ck
+from clkit.kernels import _bands
+
+from _reference import convolve_reference
+
+
+def pair():
+    usable = [d for d in clkit.devices() if not d.simulator]
+    if len(usable) >= 2:
+        return "all", False
+    sims = [d for d in clkit.devices() if d.simulator]
+    if usable and sims:
+        return [usable[0], sims[0]], True
+    pytest.skip("needs two OpenCL devices (e.g. POCL_DEVICES='pthread pthread')")
+
+
+# Row counts: one that does not split evenly, and fewer rows than devices.
+@pytest.fixture(params=[(37, 29), (1, 5)], ids=["37x29", "1x5"])
+def size(request):
+    return request.param
+
+
+def test_grayscale_all(size, rng):
+    devices, small = pair()
+    image = rng.integers(0, 256, size + (3,), dtype=np.uint8)
+    np.testing.assert_array_equal(ck.grayscale(image, device=devices), ck.grayscale(image))
+    image = rng.random(size + (4,), dtype=np.float32)
+    np.testing.assert_array_equal(ck.grayscale(image, device=devices), ck.grayscale(image))
+
+
+def test_vector_add_all(rng):
+    devices, small = pair()
+    for n in (1, 1009):
+        a = rng.integers(-100, 100, n).astype(np.int16)
+        b = rng.integers(-100, 100, n).astype(np.int16)
+        np.testing.assert_array_equal(ck.vector_add(a, b, device=devices), a + b)
+    a = rng.random((7, 11)).astype(np.float32)
+    np.testing.assert_array_equal(ck.vector_add(a, a, device=devices), a + a)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "wrap", "constant"])
+def test_convolve_all(size, mode, rng):
+    devices, small = pair()
+    image = rng.random(size, dtype=np.float32)
+    mask = rng.random((5, 4))
+    got = ck.convolve(image, mask, mode=mode, cval=0.25, device=devices)
+    np.testing.assert_array_equal(got, ck.convolve(image, mask, mode=mode, cval=0.25))
+    expected, _ = convolve_reference(image, mask, mode, 0.25)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_convolve_all_multichannel_separable(rng):
+    devices, small = pair()
+    image = rng.integers(0, 256, (23, 19, 3), dtype=np.uint8)
+    mask = np.outer([1.0, 2.0, 1.0], [1.0, 0.0, -1.0])
+    np.testing.assert_array_equal(ck.convolve(image, mask, device=devices),
+                                  ck.convolve(image, mask))
+
+
+def test_gaussian_blur_all(size, rng):
+    devices, small = pair()
+    image = rng.random(size, dtype=np.float32)
+    np.testing.assert_array_equal(ck.gaussian_blur(image, 1.5, device=devices),
+                                  ck.gaussian_blur(image, 1.5))
+
+
+def test_mandelbrot_all():
+    devices, small = pair()
+    for width, height in ((41, 23), (3, 1)):
+        np.testing.assert_array_equal(ck.mandelbrot(width, height, max_iter=60, device=devices),
+                                      ck.mandelbrot(width, height, max_iter=60))
+
+
+def test_depth_to_points_all(rng):
+    devices, small = pair()
+    depth = rng.integers(0, 4, (29, 17)).astype(np.uint16)
+    rgb = rng.integers(0, 256, (29, 17, 3), dtype=np.uint8)
+    got = ck.depth_to_points(depth, 5.0, 6.0, 8.0, 14.0, rgb=rgb, device=devices)
+    want = ck.depth_to_points(depth, 5.0, 6.0, 8.0, 14.0, rgb=rgb)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_device_arrays_with_several_devices(rng):
+    devices, small = pair()
+    image = rng.random((19, 13), dtype=np.float32)
+    d_image = clkit.to_device(image)
+    got = ck.convolve(d_image, np.ones((3, 3)), device=devices)
+    assert isinstance(got, clkit.Array)
+    np.testing.assert_array_equal(got.get(), ck.convolve(image, np.ones((3, 3))))
+
+
+def test_split_is_proportional_and_covers_every_row():
+    assert _bands.split(10, [1, 1]) == [(0, 5), (5, 10)]
+    assert _bands.split(10, [3, 1]) == [(0, 8), (8, 10)]
+    assert _bands.split(1, [1, 1, 1]) == [(0, 0), (0, 1), (1, 1)]
+    assert _bands.tiles(0, 10, 4) == [(0, 3), (3, 6), (6, 10)]
+
+
+def test_speeds_are_measured_once_per_kernel_and_device():
+    calls = []
+    device = clkit.devices()[0]
+
+    def probe(dev):
+        calls.append(dev)
+        return 10
+    first = _bands.speed(("test-kernel", 1), device, probe)
+    again = _bands.speed(("test-kernel", 1), device, probe)
+    assert first == again > 0
+    assert len(calls) == 2  # one warm-up run and one timed run, then remembered
+
+
+def pocl_pair_env():
+    """POCL_DEVICES for two PoCL CPU devices: 'pthread' before PoCL 4, 'cpu' after."""
+    pocl = [d for d in clkit.devices() if d.short_platform == "pocl"]
+    if not pocl:
+        return None
+    name = "pthread" if pocl[0].driver.split(".")[0] in ("1", "2", "3") else "cpu"
+    return f"{name} {name}"
+
+
+@pytest.mark.skipif(os.environ.get("CLKIT_TEST_POCL_PAIR") == "1", reason="already two devices")
+def test_two_pocl_devices():
+    pocl = pocl_pair_env()
+    if pocl is None:
+        pytest.skip("needs PoCL to make two CPU devices")
+    env = dict(os.environ, POCL_DEVICES=pocl, CLKIT_VISIBLE_DEVICES="pocl",
+               CLKIT_TEST_POCL_PAIR="1")
+    env.pop("CLKIT_DEVICE", None)
+    env.pop("CLKIT_TEST_DEVICES", None)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          os.path.abspath(__file__)], capture_output=True, text=True, env=env,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1]
