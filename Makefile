@@ -31,6 +31,7 @@ opencl: $(STAMP)
 demo: setup
 	$(BIN)/clkit devices
 	$(BIN)/python examples/01_hello_world.py
+	$(BIN)/python examples/demo.py
 
 test: setup
 	$(BIN)/python -m pytest
