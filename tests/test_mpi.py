@@ -1,0 +1,70 @@
+"""clkit.mpi under mpiexec (MPICH from PyPI): results on the root equal one process's."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from clkit import kernels
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mpiexec():
+    found = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or \
+        shutil.which("mpiexec")
+    assert found, "mpiexec not found: pip install 'clkit[mpi]' (mpi4py and mpich)"
+    return found
+
+
+def run_mpi(n, *args, timeout=300):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # Only the CPU driver: ranks share it, and the simulator would make this slow.
+    env.setdefault("CLKIT_DEVICE", "cpu")
+    return subprocess.run([mpiexec(), "-n", str(n), sys.executable, *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_every_function_equals_one_process(ranks):
+    run = run_mpi(ranks, os.path.join(HERE, "mpi", "check_functions.py"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    for name in ("convolve", "convolve-tiny", "gaussian_blur", "grayscale", "mandelbrot",
+                 "vector_add"):
+        assert f"ok {name}\n" in run.stdout
+    # the root's mistake: the root raises it, every other rank learns of it
+    assert run.stdout.count("ValueError convolve: mask must be a non-empty 2-D array") == 1
+    assert run.stdout.count("RankError rank") == ranks - 1
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_command_line(tmp_path, ranks, rng):
+    image = rng.random((59, 41), dtype=np.float32)
+    np.save(tmp_path / "in.npy", image)
+    out = tmp_path / "out.npy"
+    run = run_mpi(ranks, "-m", "clkit.mpi", "convolve", str(tmp_path / "in.npy"), str(out),
+                  "--mask", "sobel-x", "--mode", "nearest")
+    assert run.returncode == 0, run.stderr
+    from clkit._cli_images import parse_mask
+    np.testing.assert_array_equal(np.load(out), kernels.convolve(image, parse_mask("sobel-x"),
+                                                                 mode="nearest"))
+    run = run_mpi(ranks, "-m", "clkit.mpi", "blur", str(tmp_path / "in.npy"), str(out),
+                  "--sigma", "2")
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(out), kernels.gaussian_blur(image, 2.0))
+
+
+def test_command_line_errors_end_every_rank(tmp_path):
+    missing = tmp_path / "missing.png"
+    run = run_mpi(3, "-m", "clkit.mpi", "blur", str(missing), str(tmp_path / "o.png"),
+                  "--sigma", "1", timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.count("clkit.mpi: error:") == 1 and "missing.png" in run.stderr
+    assert not (tmp_path / "o.png").exists()
+    run = run_mpi(2, "-m", "clkit.mpi", "convolve", str(missing), str(tmp_path / "o.png"),
+                  "--mask", "nonsense", timeout=120)
+    assert run.returncode != 0 and run.stderr.count("clkit.mpi: error:") == 1
