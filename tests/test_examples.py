@@ -20,7 +20,8 @@ EXAMPLES = sorted((REPO / "examples").glob("[0-9][0-9]_*.py")) + [REPO / "exampl
 def test_the_tutorials_are_there():
     names = [p.name for p in EXAMPLES]
     for expected in ("01_hello_world.py", "02_devices.py", "03_vector_add.py", "04_grayscale.py",
-                     "05_convolution.py", "06_mandelbrot.py", "07_depth_to_points.py"):
+                     "05_convolution.py", "06_mandelbrot.py", "07_depth_to_points.py",
+                     "08_multi_device.py", "09_mpi.py"):
         assert expected in names
 
 

@@ -68,3 +68,9 @@ def test_command_line_errors_end_every_rank(tmp_path):
     run = run_mpi(2, "-m", "clkit.mpi", "convolve", str(missing), str(tmp_path / "o.png"),
                   "--mask", "nonsense", timeout=120)
     assert run.returncode != 0 and run.stderr.count("clkit.mpi: error:") == 1
+
+
+def test_tutorial_under_mpiexec():
+    run = run_mpi(2, os.path.join(ROOT, "examples", "09_mpi.py"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "across 2 rank(s); equal to the single-process result" in run.stdout
