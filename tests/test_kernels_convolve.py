@@ -1,0 +1,336 @@
+"""clkit.kernels.convolve and gaussian_blur against scipy.ndimage, on every device.
+
+The reference is scipy in float64; a result passes when it is within float32
+(float64 for float64 images) rounding of the sum of |mask| * |image| over the
+window, which catches any wrong border, flip, offset or channel mix-up while
+allowing any summation order.
+"""
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+
+import clkit
+import clkit.kernels as ck
+from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
+                        gaussian_radius, gaussian_reference, need_fp64, raises_argument_error,
+                        random_image, record_transfers, result_dtype, skip_on_simulator)
+
+
+def sized(device, small, large):
+    """``small`` on the simulator, ``large`` on real devices."""
+    return small if device.simulator else large
+
+
+def check_convolve(result, image, mask, mode="reflect", cval=0.0):
+    expected, scale = convolve_reference(image, mask, mode, cval)
+    dtype = result_dtype(image.dtype)
+    assert type(result) is np.ndarray
+    assert result.dtype == dtype, f"dtype {result.dtype}, expected {dtype}"
+    assert_close_scaled(result, expected, scale, dtype=dtype, ulps=filter_ulps(mask.size),
+                        what=f"convolve {image.shape} {image.dtype} with {mask.shape}, {mode}")
+
+
+def check_gaussian(result, image, sigma, mode="reflect", cval=0.0, truncate=4.0):
+    expected, scale = gaussian_reference(image, sigma, mode, cval, truncate)
+    dtype = result_dtype(image.dtype)
+    assert type(result) is np.ndarray
+    assert result.dtype == dtype, f"dtype {result.dtype}, expected {dtype}"
+    taps = 2 * gaussian_radius(sigma, truncate) + 1
+    assert_close_scaled(result, expected, scale, dtype=dtype, ulps=filter_ulps(taps * taps),
+                        what=f"gaussian_blur {image.shape} {image.dtype} sigma {sigma}, {mode}")
+
+
+def sobel_x():
+    return np.outer([1, 2, 1], [1, 0, -1])  # integer dtype, rank 1, rows summing to 0
+
+
+def gaussian_1d(radius, sigma):
+    x = np.arange(-radius, radius + 1)
+    g = np.exp(-0.5 * (x / sigma) ** 2)
+    return g / g.sum()
+
+
+# -- convolve: border modes, image and mask shapes ------------------------------------------------
+
+@pytest.mark.parametrize("image_shape", ["1x1", "3x2", "odd"])
+@pytest.mark.parametrize("mode", MODES)
+def test_convolve_modes(device, rng, mode, image_shape):
+    shape = {"1x1": (1, 1), "3x2": (3, 2), "odd": sized(device, (11, 19), (131, 257))}
+    image = random_image(rng, shape[image_shape], np.float32)
+    mask = rng.standard_normal((5, 4))  # even width, non-square, larger than the 3x2 image
+    check_convolve(ck.convolve(image, mask, mode=mode, cval=1.5, device=device),
+                   image, mask, mode, 1.5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_convolve_mask_far_larger_than_the_image(device, rng, mode):
+    # Borders fold several times over: 9x7 mask, 2x3 image.
+    image = random_image(rng, (2, 3), np.float32)
+    mask = rng.standard_normal((9, 7))
+    check_convolve(ck.convolve(image, mask, mode=mode, cval=-0.5, device=device),
+                   image, mask, mode, -0.5)
+
+
+@pytest.mark.parametrize("mask_shape", [(1, 1), (1, 7), (7, 1), (2, 2), (3, 3), (4, 6), (6, 3),
+                                        (7, 7), (15, 15), (21, 8), (63, 63)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_convolve_mask_shapes(device, rng, mask_shape):
+    if max(mask_shape) > 7:
+        skip_on_simulator(device, f"a {mask_shape} mask")
+    image = random_image(rng, sized(device, (13, 17), (97, 101)), np.float32)
+    mask = rng.standard_normal(mask_shape)
+    check_convolve(ck.convolve(image, mask, device=device), image, mask)
+
+
+def test_convolve_63x63_mask_larger_than_the_image(device, rng):
+    skip_on_simulator(device, "a 63x63 mask")
+    image = random_image(rng, (40, 29), np.float32)
+    mask = rng.standard_normal((63, 63))
+    for mode in ("reflect", "wrap"):
+        check_convolve(ck.convolve(image, mask, mode=mode, device=device), image, mask, mode)
+
+
+def test_convolve_identity_and_shift(device, rng):
+    image = random_image(rng, (9, 12), np.float32)
+    delta = np.zeros((3, 3))
+    delta[1, 1] = 1.0
+    same = ck.convolve(image, delta, device=device)
+    assert_close_scaled(same, image, np.abs(image), ulps=2, what="delta")
+    shift = np.zeros((3, 3))
+    shift[1, 0] = 1.0  # convolution flips the mask: out[i, j] = image[i, j + 1]
+    result = ck.convolve(image, shift, mode="constant", cval=7.0, device=device)
+    assert_close_scaled(result[:, :-1], image[:, 1:], np.abs(image[:, 1:]), ulps=2, what="shift")
+    assert_close_scaled(result[:, -1], np.full(9, 7.0), np.full(9, 7.0), ulps=2, what="cval")
+
+
+# -- convolve: rank-1 masks take the separable path, with the same results -------------------------
+
+SEPARABLE = {
+    "sobel-x": sobel_x,
+    "outer-4x7": lambda rng: np.outer(rng.standard_normal(4), rng.standard_normal(7)),
+    "gauss-5x5": lambda rng: np.outer(gaussian_1d(2, 1.0), gaussian_1d(2, 1.0)),
+    "row-1x5": lambda rng: rng.standard_normal((1, 5)),
+}
+
+
+@pytest.mark.parametrize("mask_name", ["sobel-x", "outer-4x7"])
+@pytest.mark.parametrize("mode", MODES)
+def test_convolve_separable_masks_every_mode(device, rng, mode, mask_name):
+    # constant mode with cval != 0 and rows not summing to 1 is where a naive
+    # two-pass filter goes wrong: its second pass must not pad with cval.
+    mask = SEPARABLE[mask_name]() if mask_name == "sobel-x" else SEPARABLE[mask_name](rng)
+    image = random_image(rng, sized(device, (12, 19), (131, 257)), np.float32)
+    check_convolve(ck.convolve(image, mask, mode=mode, cval=2.0, device=device),
+                   image, mask, mode, 2.0)
+
+
+@pytest.mark.parametrize("mask_name", ["gauss-5x5", "row-1x5"])
+def test_convolve_separable_masks(device, rng, mask_name):
+    mask = SEPARABLE[mask_name](rng)
+    image = random_image(rng, (3, 2), np.float32)  # smaller than the mask
+    check_convolve(ck.convolve(image, mask, device=device), image, mask)
+    image = random_image(rng, sized(device, (16, 11), (257, 509)), np.float32)
+    check_convolve(ck.convolve(image, mask, device=device), image, mask)
+
+
+def test_convolve_separable_63x63(device, rng):
+    skip_on_simulator(device, "a 63x63 mask")
+    g = gaussian_1d(31, 9.0)
+    mask = np.outer(g, rng.standard_normal(63))
+    image = random_image(rng, (70, 90), np.float32)
+    for mode in ("reflect", "constant"):
+        check_convolve(ck.convolve(image, mask, mode=mode, cval=3.0, device=device),
+                       image, mask, mode, 3.0)
+
+
+def test_convolve_nearly_separable_masks_are_not_approximated(device, rng):
+    # A rank-1 mask plus a small rank-2 part: a two-pass shortcut that dropped the
+    # part would be off by about 1e-4 of the result, far beyond float32 rounding.
+    mask = np.outer(rng.standard_normal(5), rng.standard_normal(5))
+    nudged = mask + 1e-4 * np.abs(mask).max() * rng.standard_normal((5, 5))
+    image = random_image(rng, sized(device, (10, 13), (61, 67)), np.float32)
+    check_convolve(ck.convolve(image, mask, device=device), image, mask)
+    check_convolve(ck.convolve(image, nudged, device=device), image, nudged)
+
+
+# -- convolve: dtypes and channels ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.int32, np.float32,
+                                   np.float64], ids=lambda d: np.dtype(d).name)
+def test_convolve_dtypes(device, rng, dtype):
+    if dtype is np.float64:
+        need_fp64(device)
+    image = random_image(rng, sized(device, (13, 17), (131, 257)), dtype)
+    mask = rng.standard_normal((3, 4))
+    check_convolve(ck.convolve(image, mask, mode="nearest", device=device), image, mask,
+                   "nearest")
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=lambda d: np.dtype(d).name)
+def test_convolve_channels(device, rng, dtype, channels):
+    image = random_image(rng, sized(device, (9, 13), (127, 131)) + (channels,), dtype)
+    mask = rng.standard_normal((3, 5))
+    result = ck.convolve(image, mask, mode="wrap", device=device)
+    assert result.shape == image.shape
+    check_convolve(result, image, mask, "wrap")
+
+
+def test_convolve_channels_are_independent(device, rng):
+    image = random_image(rng, (8, 10, 3), np.float32)
+    mask = rng.standard_normal((3, 3))
+    whole = ck.convolve(image, mask, device=device)
+    for c in range(3):
+        alone = ck.convolve(np.ascontiguousarray(image[..., c]), mask, device=device)
+        _, scale = convolve_reference(image[..., c], mask)
+        assert_close_scaled(whole[..., c], alone, scale, ulps=filter_ulps(9), what=f"channel {c}")
+
+
+def test_convolve_non_contiguous_image_and_mask(device, rng):
+    big = random_image(rng, (30, 40), np.float32)
+    image = big[::2, ::-3]
+    mask = rng.standard_normal((5, 6))[:, ::2]  # a strided 5x3 mask
+    check_convolve(ck.convolve(image, mask, device=device), image, mask)
+    mask_f = np.asfortranarray(rng.standard_normal((4, 3)))
+    check_convolve(ck.convolve(image, mask_f, device=device), image, mask_f)
+
+
+# -- convolve: out= and device arrays -------------------------------------------------------------
+
+def test_convolve_out_numpy(device, rng):
+    image = random_image(rng, (10, 21), np.uint8)
+    mask = rng.standard_normal((3, 3))
+    out = np.full((10, 21), np.nan, np.float32)
+    assert ck.convolve(image, mask, out=out, device=device) is out
+    check_convolve(out, image, mask)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=lambda d: np.dtype(d).name)
+def test_convolve_device_arrays_stay_on_the_device(device, rng, monkeypatch, dtype):
+    image = random_image(rng, (37, 53), dtype)
+    mask = rng.standard_normal((5, 5))
+    d_image = clkit.to_device(image, device=device)
+    out = clkit.empty((37, 53), np.float32, device=device)
+    log = record_transfers(monkeypatch)
+    result = ck.convolve(d_image, mask, mode="mirror", device=device)
+    into = ck.convolve(d_image, mask, mode="mirror", out=out, device=device)
+    # Nothing comes back; only the (numpy) mask's weights may be uploaded, not the image.
+    assert log.reads == [] and log.maps == [], log
+    assert sum(log.writes) < image.nbytes // 2, log
+    monkeypatch.undo()
+    assert isinstance(result, cl_array.Array) and into is out
+    assert result.shape == (37, 53) and result.dtype == np.float32
+    check_convolve(result.get(), image, mask, "mirror")
+    check_convolve(out.get(), image, mask, "mirror")
+
+
+# -- convolve: mistakes ---------------------------------------------------------------------------
+
+def test_convolve_wrong_image(device):
+    mask = np.ones((3, 3))
+    with raises_argument_error(r"image"):
+        ck.convolve(np.zeros(10, np.float32), mask, device=device)
+    with raises_argument_error(r"image"):
+        ck.convolve(np.zeros((2, 3, 4, 5), np.float32), mask, device=device)
+    with raises_argument_error(r"complex64|image"):
+        ck.convolve(np.zeros((4, 4), np.complex64), mask, device=device)
+
+
+def test_convolve_wrong_mask(device):
+    image = np.zeros((6, 7), np.float32)
+    with raises_argument_error(r"mask"):
+        ck.convolve(image, np.ones(3), device=device)
+    with raises_argument_error(r"mask"):
+        ck.convolve(image, np.ones((3, 3, 3)), device=device)
+    with raises_argument_error(r"mask"):
+        ck.convolve(image, np.ones((0, 3)), device=device)
+
+
+def test_convolve_wrong_mode(device):
+    with raises_argument_error(r"(?s)bogus.*reflect|reflect.*bogus"):
+        ck.convolve(np.zeros((6, 7), np.float32), np.ones((3, 3)), mode="bogus", device=device)
+
+
+def test_convolve_wrong_out(device):
+    image = np.zeros((6, 7), np.uint8)
+    with raises_argument_error(r"out"):
+        ck.convolve(image, np.ones((3, 3)), out=np.zeros((6, 7), np.uint8), device=device)
+    with raises_argument_error(r"out"):
+        ck.convolve(image, np.ones((3, 3)), out=np.zeros((7, 6), np.float32), device=device)
+
+
+# -- gaussian_blur --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sigma", [0.3, 0.5, 1.0, 1.7, 3.0, 12.0])
+def test_gaussian_sigmas(device, rng, sigma):
+    if sigma > 3:
+        skip_on_simulator(device, f"sigma {sigma}")
+    image = random_image(rng, sized(device, (13, 21), (131, 257)), np.float32)
+    check_gaussian(ck.gaussian_blur(image, sigma, device=device), image, sigma)
+
+
+@pytest.mark.parametrize("image_shape", ["1x1", "3x2", "odd"])
+@pytest.mark.parametrize("mode", MODES)
+def test_gaussian_modes(device, rng, mode, image_shape):
+    shape = {"1x1": (1, 1), "3x2": (3, 2), "odd": sized(device, (11, 19), (97, 133))}
+    image = random_image(rng, shape[image_shape], np.float32)
+    sigma = 1.3  # radius 5: an 11-tap kernel, wider than the small images
+    check_gaussian(ck.gaussian_blur(image, sigma, mode=mode, cval=0.75, device=device),
+                   image, sigma, mode, 0.75)
+
+
+@pytest.mark.parametrize("truncate", [1.0, 2.5, 6.0])
+def test_gaussian_truncate(device, rng, truncate):
+    image = random_image(rng, sized(device, (10, 15), (64, 77)), np.float32)
+    check_gaussian(ck.gaussian_blur(image, 1.6, truncate=truncate, device=device),
+                   image, 1.6, truncate=truncate)
+
+
+@pytest.mark.parametrize("channels", [None, 3, 4], ids=["HxW", "HxWx3", "HxWx4"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_gaussian_dtypes_and_channels(device, rng, dtype, channels):
+    if dtype is np.float64:
+        need_fp64(device)
+    shape = sized(device, (9, 14), (121, 163)) + ((channels,) if channels else ())
+    image = random_image(rng, shape, dtype)
+    result = ck.gaussian_blur(image, 1.1, device=device)
+    assert result.shape == image.shape
+    check_gaussian(result, image, 1.1)
+
+
+def test_gaussian_constant_image_stays_constant(device):
+    image = np.full((7, 9), 200, np.uint8)
+    result = ck.gaussian_blur(image, 2.0, device=device)
+    assert result.dtype == np.float32
+    np.testing.assert_allclose(result, 200.0, rtol=1e-5)
+
+
+def test_gaussian_out_and_device_arrays(device, rng, monkeypatch):
+    image = random_image(rng, (37, 61), np.float32)
+    out = np.zeros((37, 61), np.float32)
+    assert ck.gaussian_blur(image, 1.5, out=out, device=device) is out
+    check_gaussian(out, image, 1.5)
+    d_image = clkit.to_device(image, device=device)
+    d_out = clkit.empty((37, 61), np.float32, device=device)
+    log = record_transfers(monkeypatch)
+    result = ck.gaussian_blur(d_image, 1.5, device=device)
+    into = ck.gaussian_blur(d_image, 1.5, out=d_out, device=device)
+    # Nothing comes back; the weights (13 taps) may be uploaded, not the image.
+    assert log.reads == [] and log.maps == [], log
+    assert sum(log.writes) < image.nbytes // 2, log
+    monkeypatch.undo()
+    assert isinstance(result, cl_array.Array) and into is d_out
+    check_gaussian(result.get(), image, 1.5)
+    check_gaussian(d_out.get(), image, 1.5)
+
+
+def test_gaussian_wrong_arguments(device):
+    image = np.zeros((6, 7), np.float32)
+    with raises_argument_error(r"image"):
+        ck.gaussian_blur(np.zeros(5, np.float32), 1.0, device=device)
+    with raises_argument_error(r"(?s)bogus.*reflect|reflect.*bogus"):
+        ck.gaussian_blur(image, 1.0, mode="bogus", device=device)
+    with raises_argument_error(r"out"):
+        ck.gaussian_blur(image, 1.0, out=np.zeros((6, 7), np.uint8), device=device)
