@@ -80,20 +80,24 @@ def tiles(r0: int, r1: int, max_rows: int) -> list[tuple[int, int]]:
             for i in range(count)]
 
 
-def tile_rows(device: Device, row_bytes: int, halo_rows: int = 0, what: str = "input") -> int:
-    """The most rows of a tile that fit a device comfortably.
+def tile_rows(device: Device, row_bytes: int, halo_rows: int = 0, halo_row_bytes: int = 0,
+              what: str = "input") -> int:
+    """The most output rows of a tile that fit a device comfortably.
 
-    ``row_bytes`` is what one output row needs on the device (its input rows,
-    temporaries and output together); each buffer must stay under the
-    device's max allocation, and the tiles in flight under an eighth of its
-    memory each.
+    ``row_bytes`` is what one output row needs on the device (its input row,
+    temporaries and output together), ``halo_rows`` extra input rows of
+    ``halo_row_bytes`` each come with every tile.  Each buffer must stay
+    under the device's max allocation, and the tiles in flight under an
+    eighth of its memory each.
     """
     budget = min(device.max_alloc, device.global_mem // (4 * QUEUES_PER_DEVICE))
-    rows = budget // max(1, row_bytes) - halo_rows
+    rows = (budget - halo_rows * halo_row_bytes) // max(1, row_bytes)
     if rows < 1:
+        need = row_bytes + halo_rows * halo_row_bytes
         raise OutOfDeviceMemoryError(
-            f"even one row of the {what} ({row_bytes + halo_rows * row_bytes} bytes with its "
-            f"halo) does not fit in {device} (max allocation {device.max_alloc} bytes)")
+            f"even one row of the {what} ({need} bytes with its halo) does not fit in "
+            f"{device} (a tile may use {budget} bytes: max allocation {device.max_alloc}, "
+            f"memory {device.global_mem})")
     return rows
 
 
@@ -106,7 +110,8 @@ def run(plan: list[tuple[Device, int, int]], band, max_rows) -> None:
     work = []
     for device, r0, r1 in plan:
         rt = runtime(device)
-        qs = queues(rt)
+        # Oclgrind aborts when two threads run kernels at once: one queue there.
+        qs = queues(rt, 1 if device.simulator else QUEUES_PER_DEVICE)
         for i, (a, b) in enumerate(tiles(r0, r1, max_rows(device))):
             work.append((rt, qs[i % len(qs)], a, b))
     if len(work) == 1:

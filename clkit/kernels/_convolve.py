@@ -273,8 +273,9 @@ class Filter:
             self.launch(rt, queue, src, rowmap, r1 - r0, dst)
             download(dst, part)
 
-        row_bytes = (host[:1].nbytes + result[:1].nbytes * (3 if self.factors else 1))
-        halo = self.corr.shape[0]
+        tmp_row = result[:1].nbytes if self.factors else 0  # the two-pass temporary
+        row_bytes = host[:1].nbytes + result[:1].nbytes + tmp_row
+        halo = self.corr.shape[0] - 1
 
         def probe(dev):
             k = probe_rows(height, row_bytes)
@@ -284,7 +285,8 @@ class Filter:
         key = (func, self.dtype, self.shape[1:], self.corr.shape, self.factors is not None)
         plan = _bands.proportional(devices, height, key, probe) if multi else \
             [(home, 0, height)]
-        _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, row_bytes, halo))
+        _bands.run(plan, band, lambda dev: _bands.tile_rows(
+            dev, row_bytes, halo, host[:1].nbytes + tmp_row, what="image"))
         if on_device:
             dst = out if out is not None else cl_array.empty(runtime(home).queue, self.shape,
                                                              self.acc)
