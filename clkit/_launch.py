@@ -16,6 +16,8 @@ Errors name the kernel, the parameter and its declared type.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
 import threading
@@ -57,6 +59,36 @@ class LocalMemory:
 
     def __repr__(self):
         return f"LocalMemory({self.nbytes})"
+
+
+_recording: contextvars.ContextVar = contextvars.ContextVar("clkit_recording", default=None)
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect the :class:`Launch` of every kernel call made in the block, in this thread.
+
+    A library function enqueues its kernels without waiting and returns no
+    launch; this is how a benchmark gets their device times: once the queue
+    has finished, ``sum(l.kernel_ms for l in launches)``.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> from clkit._launch import recording
+    >>> from clkit.kernels import vector_add
+    >>> a = clkit.to_device(np.ones(4, np.float32), device="cpu")
+    >>> with recording() as launches:
+    ...     _ = vector_add(a, a)
+    >>> len(launches), launches[0].kernel.name
+    (1, 'vector_add')
+    """
+    launches: list = []
+    token = _recording.set(launches)
+    try:
+        yield launches
+    finally:
+        _recording.reset(token)
 
 
 class Launch:
@@ -116,13 +148,12 @@ class Launch:
 class _Job:
     """What one call uploads and must copy back."""
 
-    __slots__ = ("queue", "count", "copies", "keep")
+    __slots__ = ("queue", "count", "copies")
 
     def __init__(self, queue):
         self.queue = queue
         self.count = None  # element count of the first array argument
         self.copies = None  # (buffer, target array, contiguous staging array)
-        self.keep = None
 
     def finish(self):
         """After the copies back: fill targets that could not be copied into directly."""
@@ -236,6 +267,9 @@ class Kernel:
         except cl.Error as exc:
             raise _launch_error(exc, bound, gsize, lsize) from exc
         launch = Launch(self, bound.device, event, last, job)
+        collect = _recording.get()
+        if collect is not None:
+            collect.append(launch)
         if wait:
             launch.wait()
         return launch
@@ -421,19 +455,18 @@ def _pointer_converter(bound, p):
             return None
         check_alloc(rt, arr.nbytes, f"{bound.where(p)}")
         staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+        # COPY_HOST_PTR copies when the buffer is made, outside the queue: an enqueued write
+        # would make the host wait for everything queued before it (pyopencl waits for a
+        # non-blocking copy's event when the event is dropped).
         try:
-            buf = rt.pool(job.queue).allocate(arr.nbytes)
-            cl.enqueue_copy(job.queue, buf, staging, is_blocking=False)
+            buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                            hostbuf=staging)
         except cl.Error as exc:
             raise _launch_error(exc, bound, (), None) from exc
         if writes:
             if job.copies is None:
                 job.copies = []
             job.copies.append((buf, arr, staging))
-        else:
-            if job.keep is None:
-                job.keep = []
-            job.keep.append(buf)
         return buf
 
     return convert

@@ -10,13 +10,12 @@ from __future__ import annotations
 import threading
 
 import pyopencl as cl
-import pyopencl.tools as cl_tools
 
 from ._devices import Device, select
 
 
 class Runtime:
-    """The context, in-order profiling queue and memory pool of one device.
+    """The context and in-order profiling queue of one device.
 
     Attributes
     ----------
@@ -31,29 +30,11 @@ class Runtime:
         self.device = device
         self.context = cl.Context([device.cl_device])
         self.queue = self.new_queue()
-        self._pools: dict = {}
-        self._lock = threading.Lock()
 
     def new_queue(self) -> cl.CommandQueue:
         """Another in-order profiling queue on this device (to overlap work)."""
         return cl.CommandQueue(self.context, self.device.cl_device,
                                properties=cl.command_queue_properties.PROFILING_ENABLE)
-
-    def pool(self, queue=None) -> cl_tools.MemoryPool:
-        """The memory pool of one queue (default: the runtime's).
-
-        It recycles the temporary buffers of launches with numpy arguments.
-        A buffer goes back to the pool when dropped, possibly before the
-        commands that use it have run; reusing it is safe only on the same
-        in-order queue, hence one pool per queue.
-        """
-        queue = queue or self.queue
-        entry = self._pools.get(id(queue))  # (queue, pool): the queue is kept alive with it
-        if entry is None:
-            with self._lock:
-                entry = self._pools.setdefault(
-                    id(queue), (queue, cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))))
-        return entry[1]
 
     def __repr__(self):
         return f"<clkit.Runtime {self.device}>"

@@ -9,6 +9,8 @@ device and MPI ranks use smaller ones, with the same kernels.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -45,22 +47,30 @@ def fold(i, n: int, mode: str) -> np.ndarray:
     return np.where((i >= 0) & (i < n), i, -1)
 
 
+@functools.lru_cache(maxsize=64)
 def band_rows(height: int, r0: int, r1: int, kh: int, anchor_y: int, mode: str):
     """The image rows that output rows ``[r0, r1)`` read, and the band's rowmap.
 
     ``rows`` is a contiguous range when that is exactly what is needed, else
     the distinct rows, sorted (wrap mode at the edges, masks taller than the
     image); ``rowmap[p]`` is the index in ``rows`` of padded row ``p``, or -1.
+    Cached: callers must not modify the arrays.
     """
     folded = fold(np.arange(r0 - anchor_y, r1 + kh - 1 - anchor_y), height, mode)
-    needed = np.unique(folded[folded >= 0])
+    inside = folded >= 0
+    used = np.zeros(height, bool)
+    used[folded[inside]] = True
+    needed = np.flatnonzero(used)
     if needed.size == 0:  # every tap reads cval; the kernel never reads the source
-        return np.zeros(1, np.int64), folded.astype(np.int32)
-    lo, hi = int(needed[0]), int(needed[-1])
-    if hi - lo + 1 == needed.size:
-        return np.arange(lo, hi + 1), np.where(folded >= 0, folded - lo, -1).astype(np.int32)
-    rowmap = np.where(folded >= 0, np.searchsorted(needed, folded), -1)
-    return needed, rowmap.astype(np.int32)
+        rows, rowmap = np.zeros(1, np.int64), folded.astype(np.int32)
+    elif needed[-1] - needed[0] + 1 == needed.size:
+        rows = np.arange(needed[0], needed[-1] + 1)
+        rowmap = np.where(inside, folded - needed[0], -1).astype(np.int32)
+    else:
+        rows = needed
+        rowmap = np.where(inside, np.searchsorted(needed, folded), -1).astype(np.int32)
+    rows.flags.writeable = rowmap.flags.writeable = False
+    return rows, rowmap
 
 
 def gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
@@ -75,6 +85,12 @@ def gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
 
 def separable_factors(corr: np.ndarray, acc) -> tuple | None:
     """(column, row) with ``corr == outer(column, row)`` to a few ulps of ``acc``, else None."""
+    return _separable(corr.tobytes(), corr.shape, np.dtype(acc).char)
+
+
+@functools.lru_cache(maxsize=64)
+def _separable(data: bytes, shape: tuple, acc: str):
+    corr = np.frombuffer(data, np.float64).reshape(shape)
     if corr.shape[0] < 2 or corr.shape[1] < 2 or not np.all(np.isfinite(corr)) or \
             not np.any(corr):
         return None
