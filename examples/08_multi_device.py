@@ -39,7 +39,9 @@ many = convolve(image, mask, device="all")     # first call measures each device
 start = time.perf_counter()
 many = convolve(image, mask, device="all")
 t_many = time.perf_counter() - start
-assert np.array_equal(one, many), "bands must give exactly the one-device result"
+# Devices of one kind give identical bits; a GPU and a CPU round multiply-adds differently.
+same_kind = len({(d.platform, d.name) for d in devices}) == 1
+assert np.array_equal(one, many) if same_kind else np.allclose(one, many, rtol=2e-6, atol=2e-6)
 
 rgb = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
 assert np.array_equal(grayscale(rgb, device="all"), grayscale(rgb))
@@ -47,4 +49,5 @@ assert np.array_equal(grayscale(rgb, device="all"), grayscale(rgb))
 speeds = {d.id: rows for (key, d), rows in _bands._speeds.items() if key[0] == "convolve"}
 print("measured speeds (rows per second):", {k: f"{v:,.0f}" for k, v in speeds.items()})
 print(f"7x7 convolution of 3840x2160: one device {t_one * 1e3:.1f} ms, "
-      f"{len(devices)} device(s) {t_many * 1e3:.1f} ms; results identical")
+      f"{len(devices)} device(s) {t_many * 1e3:.1f} ms; results "
+      f"{'identical' if same_kind else 'equal to float32 rounding'}")
