@@ -15,6 +15,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from .. import _transfer
 from .._array import check_alloc
 from .._devices import Device, select, select_many
 from .._errors import ArgumentTypeError, ArgumentValueError
@@ -182,7 +183,10 @@ def upload(rt: Runtime, host: np.ndarray, queue=None, align: int = INPUT_ALIGN):
         arr = cl_array.Array(queue, host.shape, host.dtype, data=buf)
         arr.host_ref = host  # the buffer's memory
         return arr
-    return cl_array.to_device(queue, host)
+    arr = cl_array.empty(queue, host.shape, host.dtype)
+    if host.nbytes:
+        _transfer.upload(rt, queue, arr.base_data, host)
+    return arr
 
 
 def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None):
@@ -212,7 +216,7 @@ def download(arr: cl_array.Array, host: np.ndarray) -> np.ndarray:
         arr.queue.finish()
         return host
     if host.flags.c_contiguous:
-        cl.enqueue_copy(arr.queue, host, arr.base_data, src_offset=arr.offset)
+        _transfer.download(runtime_of_array(arr), arr.queue, arr.base_data, host, arr.offset)
     else:
         host[...] = arr.get()
     return host

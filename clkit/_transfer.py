@@ -1,0 +1,142 @@
+"""Moving numpy data to and from a device.
+
+Devices that share memory with the host (CPU drivers) read and write numpy
+memory in place (``USE_HOST_PTR`` buffers, see :mod:`clkit.kernels._common`).
+For the others (GPUs), a copy from ordinary (pageable) host memory is slow:
+the driver stages it through pinned memory one piece at a time.  clkit does
+the staging itself: the data goes through a few pinned buffers (allocated
+with ``ALLOC_HOST_PTR`` and kept mapped), in chunks, so that the host copies
+one chunk while the device's DMA engine moves another.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+
+CHUNK = int(os.environ.get("CLKIT_STAGING_CHUNK", 32 << 20))
+SLOTS = int(os.environ.get("CLKIT_STAGING_SLOTS", 3))
+THREADS = int(os.environ.get("CLKIT_STAGING_THREADS", min(8, os.cpu_count() or 1)))
+SMALL = 1 << 20  # below this, one plain copy is quicker than the pipeline
+
+_copiers = None
+_copiers_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _copiers
+    with _copiers_lock:
+        if _copiers is None:
+            _copiers = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="clkit-copy")
+        return _copiers
+
+
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for flat byte arrays, split over the copier threads."""
+    n = dst.size
+    parts = min(THREADS, max(1, n // (4 << 20)))
+    if parts == 1:
+        np.copyto(dst, src)
+        return
+    edges = [n * i // parts for i in range(parts + 1)]
+    futures = [_pool().submit(np.copyto, dst[a:b], src[a:b]) for a, b in zip(edges, edges[1:])]
+    for f in futures:
+        f.result()
+
+
+class _Slot:
+    """One pinned buffer, mapped, and the last transfer that used it."""
+
+    def __init__(self, context, queue, nbytes):
+        self.buffer = cl.Buffer(context, cl.mem_flags.ALLOC_HOST_PTR | cl.mem_flags.READ_WRITE,
+                                nbytes)
+        self.host, _ = cl.enqueue_map_buffer(queue, self.buffer,
+                                             cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                             (nbytes,), np.uint8)
+        self.event = None
+
+    def wait(self):
+        if self.event is not None:
+            self.event.wait()
+            self.event = None
+
+
+class Staging:
+    """The pinned staging buffers of one device (one set per queue, used in turn)."""
+
+    def __init__(self, context, queue, chunk: int = CHUNK, slots: int = SLOTS):
+        self.chunk = chunk
+        self.slots = [_Slot(context, queue, chunk) for _ in range(slots)]
+        self.lock = threading.Lock()  # one transfer at a time through these buffers
+
+    def upload(self, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
+        """Copy C-contiguous ``host`` into ``dst`` at byte ``offset``; returns once enqueued."""
+        data = host.reshape(-1).view(np.uint8)
+        with self.lock:
+            for i, start in enumerate(range(0, data.size, self.chunk)):
+                piece = data[start:start + self.chunk]
+                slot = self.slots[i % len(self.slots)]
+                slot.wait()
+                _copy(slot.host[:piece.size], piece)
+                slot.event = cl.enqueue_copy(queue, dst, slot.host[:piece.size],
+                                             dst_offset=offset + start, is_blocking=False)
+
+    def download(self, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
+        """Copy ``src`` from byte ``offset`` into C-contiguous ``host``; returns when done."""
+        data = host.reshape(-1).view(np.uint8)
+        starts = list(range(0, data.size, self.chunk))
+        with self.lock:
+            pending = []
+            for i, start in enumerate(starts):
+                slot = self.slots[i % len(self.slots)]
+                if len(pending) == len(self.slots):  # every slot in flight: drain the oldest
+                    self._land(pending.pop(0), data)
+                slot.wait()
+                size = min(self.chunk, data.size - start)
+                slot.event = cl.enqueue_copy(queue, slot.host[:size], src,
+                                             src_offset=offset + start, is_blocking=False)
+                pending.append((slot, start, size))
+            for item in pending:
+                self._land(item, data)
+
+    @staticmethod
+    def _land(item, data):
+        slot, start, size = item
+        slot.wait()
+        _copy(data[start:start + size], slot.host[:size])
+
+
+_staging: dict = {}
+_staging_lock = threading.Lock()
+
+
+def staging(rt, queue) -> Staging:
+    """The staging buffers for transfers on ``queue`` (made on first use)."""
+    key = id(queue)
+    found = _staging.get(key)
+    if found is None:
+        with _staging_lock:
+            found = _staging.get(key)
+            if found is None:
+                found = _staging[key] = (queue, Staging(rt.context, queue))
+    return found[1]
+
+
+def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
+    """Copy ``host`` into device buffer ``dst``, staged through pinned memory when large."""
+    if host.nbytes < SMALL:
+        cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=True)
+    else:
+        staging(rt, queue).upload(queue, dst, host, offset)
+
+
+def download(rt, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
+    """Copy device buffer ``src`` into ``host`` (blocking), staged when large."""
+    if host.nbytes < SMALL:
+        cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
+    else:
+        staging(rt, queue).download(queue, src, host, offset)
