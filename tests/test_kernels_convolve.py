@@ -334,3 +334,30 @@ def test_gaussian_wrong_arguments(device):
         ck.gaussian_blur(image, 1.0, mode="bogus", device=device)
     with raises_argument_error(r"out"):
         ck.gaussian_blur(image, 1.0, out=np.zeros((6, 7), np.uint8), device=device)
+
+
+# -- the GPU variant, on every device: CI has no GPU, so it also runs on PoCL and Oclgrind ---
+
+@pytest.fixture
+def as_gpu(device):
+    """The device, reporting itself as a GPU while the test runs (picks the CONV_GPU kernels)."""
+    kind = device.type
+    object.__setattr__(device, "type", "gpu")
+    yield device
+    object.__setattr__(device, "type", kind)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape,mask_shape", [((37, 71), (5, 5)), ((9, 133, 3), (4, 7)),
+                                              ((1, 1), (3, 3)), ((70, 5), (9, 2))])
+def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
+    from clkit.kernels import _convolve
+    image = rng.random(shape, dtype=np.float32)
+    mask = rng.random(mask_shape)
+    assert _convolve._geometry(as_gpu, *mask_shape, 1, 4, False).variant == "gpu"
+    got = ck.convolve(image, mask, mode=mode, cval=0.5, device=as_gpu)
+    expected, scale = convolve_reference(image, mask, mode, 0.5)
+    assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
+    blurred = ck.gaussian_blur(image, 1.3, mode=mode, device=as_gpu)
+    expected, scale = gaussian_reference(image, 1.3, mode)
+    assert_close_scaled(blurred, expected, scale, ulps=filter_ulps(2 * 9))

@@ -25,6 +25,8 @@ from ._common import (CL_TYPES, aligned_empty, check_dtype, check_ndim, check_nu
 
 MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
          "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
+#: The most weights of a 2-D mask that gaussian_blur builds (128 MiB of float64 on the host).
+MAX_MASK_SIZE = 1 << 24
 IMAGE_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.uint32, np.float32,
                 np.float64)
 
@@ -95,10 +97,20 @@ def _separable(data: bytes, shape: tuple, acc: str):
             not np.any(corr):
         return None
     u, s, vt = np.linalg.svd(corr)
-    if np.sqrt(np.sum(s[1:] ** 2)) > 4 * np.finfo(acc).eps * s[0]:
-        return None
     root = np.sqrt(s[0])
-    return u[:, 0] * root, vt[0] * root
+    col, row = u[:, 0] * root, vt[0] * root
+    # A row or column of zeros in the mask stays exactly zero (the SVD leaves ~1e-17 there).
+    for f in (col, row):
+        f[np.abs(f) <= 64 * np.finfo(np.float64).eps * np.abs(f).max()] = 0.0
+    # Rank 1 weight by weight: each product col[i] * row[j] must equal its weight to a few ulps
+    # of the accumulation type (a few float64 ulps of the largest weight where a weight is 0).
+    # A bound on the whole mask instead would let a small weight go wrong, and with it the
+    # pixels where that weight meets the image's brightest values.
+    error = np.abs(np.outer(col, row) - corr)
+    bound = 4 * np.finfo(acc).eps * np.abs(corr) + 64 * np.finfo(np.float64).eps * s[0]
+    if np.any(error > bound):
+        return None
+    return col, row
 
 
 class Filter:
@@ -148,6 +160,8 @@ class Filter:
         if m.dtype.kind not in "biuf":
             raise ArgumentTypeError(f"{func}: mask has dtype {m.dtype}; pass real numbers")
         corr = m.astype(np.float64)[::-1, ::-1]
+        # scipy.ndimage.convolve leaves out the weights of magnitude up to DBL_EPSILON
+        corr = np.where(np.abs(corr) > np.finfo(np.float64).eps, corr, 0.0)
         anchor = ((m.shape[0] - 1) // 2, (m.shape[1] - 1) // 2)
         acc = np.float64 if np.dtype(image.dtype) == np.float64 else np.float32
         return cls(func, image.shape, image.dtype, corr, anchor, separable_factors(corr, acc),
@@ -167,6 +181,12 @@ class Filter:
                                      f"(sy, sx); got {sigma!r}")
         sy, sx = (check_number(func, "sigma", s, non_negative=True) for s in sigmas)
         truncate = check_number(func, "truncate", truncate, positive=True)
+        taps = [1 if s == 0 else 2 * int(truncate * s + 0.5) + 1 for s in (sy, sx)]
+        if taps[0] * taps[1] > MAX_MASK_SIZE:
+            raise ArgumentValueError(
+                f"{func}: sigma {sigma!r} with truncate {truncate:g} makes a mask of "
+                f"{taps[0]} x {taps[1]} taps, more than clkit handles ({MAX_MASK_SIZE:,} in "
+                "all); blur a smaller copy of the image, or lower sigma or truncate")
         col, row = gaussian_weights(sy, truncate), gaussian_weights(sx, truncate)
         corr = np.outer(col, row)  # symmetric: convolution and correlation agree
         anchor = ((col.size - 1) // 2, (row.size - 1) // 2)
@@ -235,8 +255,11 @@ class Filter:
         g, l = geometry.sizes(width, n_src)
         prg.convolve_rows(src, row, tmp, width, n_src, acc(self.cval), global_size=g,
                           local_size=l, **call)
-        # A row outside the image is all cval, which the row pass would have made cval * sum(row).
-        cval_cols = acc(self.cval * float(np.sum(row, dtype=np.float64)))
+        # A row outside the image is all cval, which the row pass would have made the sum of
+        # row[j] * cval: summed tap by tap, so that an infinite cval gives NaN, as scipy's
+        # taps do, where the row's weights have both signs (cval * sum(row) would not).
+        with np.errstate(invalid="ignore", over="ignore"):
+            cval_cols = acc(np.sum(row.astype(np.float64) * self.cval))
         g, l = geometry.sizes(width, out_rows)
         prg.convolve_cols(tmp, rowmap, col, dst, width, out_rows, cval_cols, global_size=g,
                           local_size=l, **call)
@@ -342,17 +365,19 @@ class _Geometry:
         return (gx, gy), (self.lx, self.ly)
 
 
-# GPU work-group (LX, LY) and outputs per work-item (PX along x, 32 apart; PY rows).
-GPU_TILE = (32, 8, 2, 4)
+# GPU work-group (LX, LY) and outputs per work-item (PX along x, 32 apart; PY rows). On the
+# H200, 7680x4320 float32 (benchmarks/gpu_probe.py): (32, 4, 4, 4) 0.134 ms for 5x5 and
+# 0.227 ms for 9x9; (32, 8, 2, 8) 0.140 / 0.235; (32, 8, 2, 4) 0.166 / 0.265.
+GPU_TILE = (32, 4, 4, 4)
 
 
 def _geometry(device, kh, kw, channels, itemsize, separable) -> _Geometry:
     """The kernel variant for a device: local-memory tiles on GPUs, SIMD runs elsewhere.
 
     CPU variant (PoCL-tuned): runs of VW * NVEC elements, ROWS rows per
-    work-item, NACC accumulators, work-groups of 4.  GPU variant: 32 x 8
-    work-groups, each work-item 2 outputs 32 apart on 4 rows, the mask rows
-    in chunks that fit the local memory.  A mask too wide for a GPU tile
+    work-item, NACC accumulators, work-groups of 4.  GPU variant: GPU_TILE
+    work-groups and outputs per work-item, the mask rows in chunks that fit
+    the local memory.  A mask too wide for a GPU tile
     falls back to the CPU variant, which runs on GPUs too.
     """
     if device.type == "gpu":
