@@ -1,0 +1,38 @@
+"""An installed (not editable) clkit finds its kernel sources from any directory."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_installed_copy_finds_its_kernels(tmp_path):
+    target = tmp_path / "site"
+    try:  # build with this environment's setuptools when it has one, offline
+        import setuptools  # noqa: F401
+        isolation = ["--no-build-isolation", "--no-index"]
+    except ImportError:
+        isolation = []
+    build = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
+                            *isolation, "--target", str(target), str(ROOT)],
+                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert (target / "clkit" / "kernels_cl" / "grayscale.cl").is_file()
+    assert (target / "clkit" / "kernels_cl" / "clkit.h").is_file()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(target))
+    code = ("import clkit, clkit._source as s; print(clkit.__file__); print(s.library_dir()); "
+            "print(clkit.load('grayscale').origin)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=elsewhere, timeout=120)
+    assert run.returncode == 0, run.stderr
+    module, library, origin = run.stdout.split()
+    assert module.startswith(str(target)) and library.startswith(str(target))
+    assert origin == str(target / "clkit" / "kernels_cl" / "grayscale.cl")
+    devices = subprocess.run([sys.executable, "-m", "clkit", "devices"], capture_output=True,
+                             text=True, env=env, cwd=elsewhere, timeout=120)
+    assert devices.returncode == 0, devices.stderr
+    assert "Portable Computing Language" in devices.stdout or "NVIDIA" in devices.stdout
