@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ._errors import ArgumentTypeError, OutOfDeviceMemoryError
+from ._errors import ArgumentTypeError, ArgumentValueError, OutOfDeviceMemoryError
 from ._runtime import Runtime, runtime
 
 Array = cl_array.Array
@@ -67,9 +67,16 @@ def empty(shape, dtype, device=None) -> Array:
     >>> clkit.empty((2, 3), np.uint8, device="cpu").shape
     (2, 3)
     """
-    rt = runtime(device)
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if dtype == object:
+        raise ArgumentTypeError("empty: an array of Python objects cannot live on a device; "
+                                "use a numeric dtype")
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+               for n in dims):
+        raise ArgumentValueError(f"empty: shape must be whole numbers of at least 0, got {shape!r}")
+    rt = runtime(device)
+    nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
     check_alloc(rt, nbytes, "empty")
     return _converting(lambda: cl_array.empty(rt.queue, shape, dtype), rt, nbytes)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
-from . import _cache
+from . import _cache, _oclgrind
 from ._devices import Device
 from ._errors import BuildError
 from ._runtime import runtime
@@ -80,7 +80,10 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
     opts = " ".join(full)
     entry = _cache.key(source.text, full, device)
     start = time.perf_counter()
-    cached = _cache.load(entry)
+    # Under CLKIT_DEBUG=oclgrind the simulator compiles from source: given a cached binary, it
+    # could not quote the source lines in its reports.
+    debugging = device.simulator and _oclgrind.debug_mode() == "oclgrind"
+    cached = None if debugging else _cache.load(entry)
     if cached is not None:
         binary, meta = cached
         try:

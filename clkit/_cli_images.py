@@ -502,6 +502,8 @@ def _read_depth(src: Path) -> np.ndarray:
     depth = _imageio.read_image(src)
     where = ("a depth map is one channel of 16-bit integers (a 16-bit PNG or TIFF, or a uint16 "
              ".npy) or of float32 (a float TIFF or .npy)")
+    if depth.ndim == 3 and depth.shape[2] == 1:
+        depth = depth[:, :, 0]  # an HxWx1 array is one channel too
     if depth.ndim != 2:
         raise ValueError(f"{src}: has {depth.shape[2]} channels; {where}")
     if depth.dtype == np.uint8:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pyopencl as cl
 
-from . import _icd
+from . import _icd, _oclgrind
 from ._errors import DeviceNotFoundError, NoOpenCLError
 
 TYPES = ("gpu", "cpu", "accelerator")
@@ -131,6 +131,7 @@ def all_devices() -> list[Device]:
     global _all
     with _lock:
         if _all is None:
+            _oclgrind.apply_debug_environment()  # CLKIT_DEBUG=oclgrind: before drivers load
             try:
                 platforms = cl.get_platforms()
             except cl.Error as exc:
@@ -284,6 +285,9 @@ def select_many(spec) -> list[Device]:
             raise DeviceNotFoundError("device='all': no visible device besides the simulator")
         return chosen
     specs = spec if isinstance(spec, (list, tuple)) else [spec]
+    if not specs:
+        raise DeviceNotFoundError("an empty list of devices: name at least one device, or "
+                                  "pass device='all'")
     chosen = []
     for s in specs:
         d = select(s)

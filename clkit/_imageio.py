@@ -36,6 +36,7 @@ import contextlib
 import os
 import secrets
 import struct
+import warnings
 import zlib
 from pathlib import Path
 
@@ -156,8 +157,12 @@ def _read_pillow(path: Path) -> np.ndarray:
     Image = _pillow(path)
     from PIL import ImageOps
     try:
-        with Image.open(path) as img:
-            img.load()  # decode now: a truncated or corrupt file fails here, not later
+        # Pillow warns (on stderr) about some damage it can read past, such as corrupt EXIF data
+        # in a TIFF: the file either decodes, or fails below with one clear error.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(path) as img:
+                img.load()  # decode now: a truncated or corrupt file fails here, not later
     except PermissionError:
         raise PermissionError(f"{path}: permission denied") from None
     except Image.UnidentifiedImageError:
@@ -433,6 +438,9 @@ def atomic_write(path):
 
 def _write_error(path: Path, exc: OSError) -> OSError:
     if isinstance(exc, FileNotFoundError):
+        if path.parent.is_dir():  # e.g. /proc: the folder is there, but takes no new files
+            return FileNotFoundError(f"cannot write {path}: {path.parent} does not take new "
+                                     f"files ({exc.strerror})")
         return FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
     if isinstance(exc, NotADirectoryError):
         return NotADirectoryError(f"cannot write {path}: {path.parent} is not a folder")

@@ -403,6 +403,7 @@ def _pointer_converter(bound, p):
     stride = p.stride
     writes = not p.const
     max_constant = bound.device.cl_device.max_constant_buffer_size
+    base_align = max(1, bound.device.cl_device.mem_base_addr_align // 8)  # reported in bits
 
     def check_dtype(arr_dtype, what):
         if dtype is not None and arr_dtype != dtype:
@@ -428,11 +429,23 @@ def _pointer_converter(bound, p):
                     f"this launch runs on {bound.device}. Copy it with clkit.to_device(a.get(), "
                     "device=...) or launch with device= its device")
             if not value.flags.forc:
-                raise ArgumentValueError(f"{bound.where(p)}: the device array is not contiguous; "
-                                         "pass a contiguous copy")
+                raise ArgumentValueError(
+                    f"{bound.where(p)}: the device array is a strided view (strides "
+                    f"{value.strides}); a kernel takes contiguous memory: pass a contiguous "
+                    "device array, or the data as a numpy array (clkit copies numpy views)")
             count(value.size, job)
             if value.offset:
-                return value.base_data.get_sub_region(value.offset, value.nbytes)
+                if value.offset % base_align:
+                    raise ArgumentValueError(
+                        f"{bound.where(p)}: the device array starts {value.offset} bytes into "
+                        f"its buffer, and {bound.device} addresses sub-buffers only at multiples "
+                        f"of {base_align} bytes; pass an aligned slice, or a copy (a.copy())")
+                try:
+                    return value.base_data.get_sub_region(value.offset, value.nbytes)
+                except cl.Error as exc:
+                    raise ArgumentValueError(f"{bound.where(p)}: the device array's slice at byte "
+                                             f"{value.offset} cannot be passed ({exc}); pass a "
+                                             "copy (a.copy())") from exc
             return value.base_data
         if isinstance(value, np.ndarray):
             return upload(value, job)

@@ -141,7 +141,25 @@ def contiguous_device(a: cl_array.Array) -> cl_array.Array:
     """
     if a.offset == 0 and a.flags.c_contiguous:
         return a
-    return a.copy() if a.flags.c_contiguous else cl_array.to_device(a.queue, a.get())
+    return a.copy() if a.flags.c_contiguous else cl_array.to_device(a.queue, host_copy(a))
+
+
+def host_copy(a: cl_array.Array) -> np.ndarray:
+    """A device array's values in a new numpy array, also for a strided view of one.
+
+    pyopencl copies contiguous arrays only (``get``, ``copy`` and its kernels refuse views
+    such as ``a[:, 1:]`` or ``a[::-1]``): the span of the buffer that the view covers comes
+    home, and numpy takes the view of it.
+    """
+    if a.flags.c_contiguous or a.size == 0:
+        return a.get() if a.size else np.empty(a.shape, a.dtype)
+    ends = [(n - 1) * s for n, s in zip(a.shape, a.strides)]
+    lo = a.offset + sum(min(0, e) for e in ends)
+    hi = a.offset + sum(max(0, e) for e in ends) + a.dtype.itemsize
+    span = np.empty(hi - lo, np.uint8)
+    cl.enqueue_copy(a.queue, span, a.base_data, src_offset=lo)
+    view = np.ndarray(a.shape, a.dtype, buffer=span, offset=a.offset - lo, strides=a.strides)
+    return np.ascontiguousarray(view)
 
 
 # -- transfers ------------------------------------------------------------------------------------
@@ -236,6 +254,10 @@ def check_out(func: str, out, shape, dtype, on_device: bool):
                                  f"{np.dtype(dtype)}")
     if not on_device and not out.flags.writeable:
         raise ArgumentValueError(f"{func}: out is read-only")
+    if on_device and not out.flags.c_contiguous:
+        raise ArgumentValueError(f"{func}: out is a strided view of a device array (strides "
+                                 f"{out.strides}), which pyopencl cannot write through; pass a "
+                                 "contiguous device array")
     return out
 
 
@@ -288,7 +310,7 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
             out[...] = dst
             return out
         return dst
-    hosts = [x.get() if on_device else x for x in inputs]
+    hosts = [host_copy(x) if on_device else x for x in inputs]
     result = numpy_result(shape, dtype, None if on_device else out)
     if size:
         if len(devices) == 1 and fits(devices[0], *hosts, result):

@@ -19,7 +19,7 @@ from .._errors import ArgumentTypeError, ArgumentValueError
 from .._runtime import runtime
 from . import _bands
 from ._common import (CL_TYPES, aligned_empty, check_dtype, check_ndim, check_number, check_out,
-                      contiguous_device, device_of, device_output, devices_of, download,
+                      contiguous_device, device_of, device_output, devices_of, download, host_copy,
                       host_array, is_device_array, is_multi, probe_rows, program, require_fp64,
                       upload)
 
@@ -96,19 +96,16 @@ def _separable(data: bytes, shape: tuple, acc: str):
     if corr.shape[0] < 2 or corr.shape[1] < 2 or not np.all(np.isfinite(corr)) or \
             not np.any(corr):
         return None
-    u, s, vt = np.linalg.svd(corr)
-    root = np.sqrt(s[0])
-    col, row = u[:, 0] * root, vt[0] * root
-    # A row or column of zeros in the mask stays exactly zero (the SVD leaves ~1e-17 there).
-    for f in (col, row):
-        f[np.abs(f) <= 64 * np.finfo(np.float64).eps * np.abs(f).max()] = 0.0
+    # The column and the row through the largest weight: for a rank-1 mask their products give
+    # every weight back to rounding, and a row or column of zeros stays exactly zero.
+    i, j = np.unravel_index(np.argmax(np.abs(corr)), corr.shape)
+    col, row = corr[:, j].copy(), corr[i, :] / corr[i, j]
     # Rank 1 weight by weight: each product col[i] * row[j] must equal its weight to a few ulps
-    # of the accumulation type (a few float64 ulps of the largest weight where a weight is 0).
-    # A bound on the whole mask instead would let a small weight go wrong, and with it the
+    # of the accumulation type, and a weight of 0 must be 0.  A bound on the whole mask (such
+    # as on its second singular value) would let a small weight go wrong, and with it the
     # pixels where that weight meets the image's brightest values.
     error = np.abs(np.outer(col, row) - corr)
-    bound = 4 * np.finfo(acc).eps * np.abs(corr) + 64 * np.finfo(np.float64).eps * s[0]
-    if np.any(error > bound):
+    if np.any(error > 8 * np.finfo(acc).eps * np.abs(corr)):
         return None
     return col, row
 
@@ -152,7 +149,7 @@ class Filter:
         """The filter of ``scipy.ndimage.convolve(image, mask, mode, cval)``."""
         cval = cls._check_image(func, image, mode, cval)
         if is_device_array(mask):
-            mask = mask.get()
+            mask = host_copy(mask)
         m = host_array(mask, func, "mask")
         if m.ndim != 2 or m.size == 0:
             raise ArgumentValueError(f"{func}: mask must be a non-empty 2-D array; got shape "
@@ -309,7 +306,7 @@ class Filter:
                 out[...] = dst
                 return out
             return dst
-        host = image.get() if on_device else np.ascontiguousarray(image)
+        host = host_copy(image) if on_device else np.ascontiguousarray(image)
         result = aligned_empty(self.shape, self.acc) if on_device or out is None else out
 
         def band(rt, queue, r0, r1):

@@ -10,8 +10,8 @@ from .._errors import ArgumentTypeError, ArgumentValueError
 from .._runtime import runtime
 from . import _bands
 from ._common import (CL_TYPES, check_dtype, check_ndim, check_number, contiguous_device,
-                      device_of, devices_of, host_array, is_device_array, is_multi, program,
-                      upload)
+                      device_of, devices_of, host_array, host_copy, is_device_array, is_multi,
+                      program, upload)
 
 
 
@@ -133,8 +133,8 @@ def depth_to_points(depth, fx, fy, cx, cy, *, depth_scale=1.0, rgb=None, drop_in
         points, colors = launch_points(rt, contiguous_device(depth), d_rgb, intrinsics,
                                        depth_scale, drop_invalid)
         return points if rgb is None else (points, colors)
-    host_depth = depth.get() if on_device else depth
-    host_rgb = rgb.get() if on_device and rgb is not None else rgb
+    host_depth = host_copy(depth) if on_device else depth
+    host_rgb = host_copy(rgb) if on_device and rgb is not None else rgb
     pieces = {}
 
     def band(rt, queue, r0, r1):

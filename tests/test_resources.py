@@ -1,0 +1,116 @@
+"""Launching stays flat: 10,000 launches with numpy arguments leave host and device memory as
+they found them.
+
+Measured after a warm-up (first builds, caches, pools): the process's resident memory
+(``/proc/self/statm``), the number of Python objects, and the device buffers alive (every
+``pyopencl.Buffer`` made in the loop is counted while it lives).  The bounds are generous:
+a leak of one argument's buffer per launch would hold about 300 MB, of one small Python object
+per launch some 10,000 objects, far beyond them.  No timing is measured.
+"""
+
+import gc
+import os
+import weakref
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import clkit
+import clkit.kernels as ck
+
+SAXPY = """
+__kernel void saxpy(const float a, __global const float* x, __global float* y)
+{ size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }
+"""
+pytestmark = pytest.mark.reliability
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+@pytest.fixture
+def live_buffers(monkeypatch):
+    """The pyopencl buffers made from now on that are still alive."""
+    alive = weakref.WeakSet()
+
+    class Counted(cl.Buffer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            alive.add(self)
+
+    monkeypatch.setattr(cl, "Buffer", Counted)
+    return alive
+
+
+def footprint(alive):
+    gc.collect()
+    return resident_bytes(), len(gc.get_objects()), len(alive)
+
+
+def launches_for(device, real, simulated):
+    return simulated if device.simulator else real
+
+
+def test_ten_thousand_launches_with_numpy_arguments(device, live_buffers):
+    n = launches_for(device, 10_000, 500)
+    prg = clkit.Program.from_source(SAXPY, device=device, name="<resources>")
+    x = np.linspace(0, 1, 4096, dtype=np.float32)  # 16 KiB per argument and launch
+    y = np.zeros_like(x)
+    for _ in range(n // 10):  # warm-up: build, caches, allocator high-water marks
+        prg.saxpy(1.0, x, y)
+    before = footprint(live_buffers)
+    for i in range(n):
+        y = np.zeros_like(x)
+        prg.saxpy(2.0, x, y, wait=i % 2 == 0).wait()
+    assert np.array_equal(y, np.float32(2) * x)
+    after = footprint(live_buffers)
+    grown_mb = (after[0] - before[0]) / 2**20
+    assert grown_mb < 40, f"resident memory grew by {grown_mb:.1f} MB over {n} launches"
+    assert after[1] - before[1] < 2000, f"{after[1] - before[1]} more Python objects"
+    assert after[2] <= before[2] + 2, f"{after[2]} device buffers alive after {n} launches"
+
+
+def test_library_calls_with_numpy_arguments(device, live_buffers, rng):
+    rounds = launches_for(device, 300, 15)
+    rgb = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    image = rng.standard_normal((48, 64)).astype(np.float32)
+    depth = rng.integers(0, 3000, (48, 64)).astype(np.uint16)
+    calls = [lambda: ck.vector_add(image, image, device=device),
+             lambda: ck.grayscale(rgb, device=device),
+             lambda: ck.convolve(image, np.ones((3, 3)), device=device),
+             lambda: ck.gaussian_blur(image, 1.0, device=device),
+             lambda: ck.mandelbrot(64, 48, max_iter=20, device=device),
+             lambda: ck.depth_to_points(depth, 50.0, 50.0, 32.0, 24.0, rgb=rgb, device=device)]
+    first = [call() for call in calls]
+    for _ in range(3):
+        for call in calls:
+            call()
+    before = footprint(live_buffers)
+    for _ in range(rounds):
+        for call, want in zip(calls, first):
+            got = call()
+            if isinstance(want, tuple):
+                assert all(np.array_equal(g, w) for g, w in zip(got, want))
+            else:
+                assert np.array_equal(got, want)
+    after = footprint(live_buffers)
+    grown_mb = (after[0] - before[0]) / 2**20
+    assert grown_mb < 40, f"resident memory grew by {grown_mb:.1f} MB over {rounds} rounds"
+    assert after[1] - before[1] < 2000, f"{after[1] - before[1]} more Python objects"
+    assert after[2] <= before[2] + 4, f"{after[2]} device buffers alive"
+
+
+def test_device_arrays_are_freed_with_their_python_objects(device, live_buffers):
+    before = footprint(live_buffers)
+    for _ in range(launches_for(device, 2000, 100)):
+        a = clkit.to_device(np.ones(8192, np.float32), device=device)
+        b = clkit.empty(8192, np.float32, device=device)
+        ck.vector_add(a, a, out=b)
+    del a, b
+    after = footprint(live_buffers)
+    assert after[2] <= before[2], f"{after[2] - before[2]} device buffers outlived their arrays"
+    assert (after[0] - before[0]) / 2**20 < 40
