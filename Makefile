@@ -36,8 +36,13 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest
 
+# CLKIT_BENCH_SIZE=small|default|gpu|WxH and CLKIT_BENCH_DEVICE=<spec> choose the cases' size
+# and the device; report.py prints the ratios of issue 4 from the JSON.
 bench: setup
-	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,max,rounds
+	mkdir -p .benchmarks
+	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,max,rounds \
+	  --benchmark-json=.benchmarks/latest.json
+	$(BIN)/python benchmarks/report.py .benchmarks/latest.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks

@@ -1,40 +1,131 @@
-"""Print each benchmark group's medians and ratios to its baseline.
+"""Print each benchmark group's medians, speed-ups, and the ratios issue 4 asks for.
 
 Usage: python benchmarks/report.py RESULTS.json [--markdown]
 
-A benchmark ``test_<group>__<variant>`` belongs to ``<group>``; the baseline
-is the first variant that is not ``clkit`` (numpy, cv2, torch, pyopencl...),
-and each row shows its median over the baseline's: under 1 is faster.
+RESULTS.json comes from ``pytest benchmarks --benchmark-only --benchmark-json=RESULTS.json``.
+A benchmark ``test_<group>__<variant>`` belongs to ``<group>``.  Each row shows
+the variant's median (a ``serial`` one scaled to the full size by its
+``extra_info["scale"]``), its effective bandwidth where the bytes are known,
+the kernels' device time of a ``clkit_kernel`` row, and "vs X": X's median
+over the row's (above 1: the row is faster) for every baseline X of the group
+(the variants not named clkit...).  Then the targets of issue 4, evaluated
+from these medians by :func:`clkit._bench.evaluate_targets`, with the
+kernels' device time (profiling events) as a ``clkit_kernel``'s time, as
+``clkit bench`` does; the rest are wall-clock medians.
 """
 
 import json
+import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-def rows(results):
-    groups = {}
+
+def groups(results):
+    """{group: [(variant, median ms, benchmark record)]}, in the file's order."""
+    out = {}
     for b in results["benchmarks"]:
         name = b["name"].split("[")[0].removeprefix("test_")
         group, _, variant = name.partition("__")
-        groups.setdefault(group, []).append((variant, b["stats"]["median"] * 1e3))
-    for group, variants in groups.items():
-        baseline = next((ms for v, ms in variants if not v.startswith("clkit")), variants[0][1])
-        for variant, ms in variants:
-            yield group, variant, ms, ms / baseline
+        info = b.get("extra_info") or {}
+        ms = b["stats"]["median"] * 1e3 * info.get("scale", 1.0)
+        out.setdefault(group, []).append((variant, ms, b))
+    return out
+
+
+def _ms(ms):
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:.2f}" if ms >= 1 else f"{ms:.4f}"
+
+
+def _x(ratio):
+    return f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.1f}x" if ratio >= 10 else \
+        f"{ratio:.2f}x"
+
+
+def _is_base(group, variant):
+    return group != "transfers" and not variant.startswith("clkit") and \
+        not variant.endswith("_e2e")
+
+
+def table(results):
+    """Header and rows for every group."""
+    head = ["group", "variant", "median ms", "GB/s", "kernel ms", "speed-ups"]
+    rows = []
+    for group, variants in groups(results).items():
+        bases = [(v, ms) for v, ms, _ in variants if _is_base(group, v)]
+        for variant, ms, b in variants:
+            info = b.get("extra_info") or {}
+            nbytes = info.get("bytes")
+            speedups = ", ".join(f"{_x(base_ms / ms)} vs {base}" for base, base_ms in bases
+                                 if base != variant)
+            rows.append([group, variant + (" (scaled)" if info.get("scale", 1) != 1 else ""),
+                         _ms(ms), f"{nbytes / (ms * 1e6):.2f}" if nbytes else "",
+                         _ms(info["kernel_ms"]) if "kernel_ms" in info else "", speedups])
+    return head, rows
+
+
+def issue_report(results):
+    """The benchmark medians in the shape :func:`clkit._bench.evaluate_targets` reads."""
+    devices = {}
+    cases = {}
+    for group, variants in groups(results).items():
+        case = cases.setdefault(group, {"id": group, "results": [], "bytes": None})
+        for variant, ms, b in variants:
+            info = b.get("extra_info") or {}
+            if info.get("device"):
+                devices[info["device"]] = {"id": info["device"], "type": info.get("device_type")}
+            nbytes = info.get("bytes")
+            if variant == "clkit_e2e" or variant == "clkit_kernel":
+                case["bytes"] = nbytes if nbytes else case["bytes"]
+            if variant == "clkit_kernel" and "kernel_ms" in info:
+                ms = info["kernel_ms"]  # the kernels' device time, as `clkit bench` reports it
+            case["results"].append({"key": variant, "device": info.get("device"),
+                                    "median_ms": ms,
+                                    "gbps": nbytes / (ms * 1e6) if nbytes else None})
+    return {"machine": {"devices": list(devices.values())}, "cases": list(cases.values())}
 
 
 def main(argv):
+    if len(argv) < 2:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
     with open(argv[1]) as f:
         results = json.load(f)
     markdown = "--markdown" in argv
+    head, rows = table(results)
     if markdown:
-        print("| case | variant | median ms | ratio to baseline |\n| --- | --- | ---: | ---: |")
-    for group, variant, ms, ratio in rows(results):
+        print("| " + " | ".join(head) + " |")
+        print("| --- | --- | ---: | ---: | ---: | --- |")
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head) - 1)]
+        for r in [head] + rows:
+            print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                            for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1])
+    try:
+        from clkit import _bench
+    except ImportError as exc:  # a checkout without clkit's dependencies: the table is enough
+        print(f"\n(no targets: clkit cannot be imported: {exc})")
+        return 0
+    targets = _bench.evaluate_targets(issue_report(results))
+    if not targets:
+        return 0
+    print()
+    if markdown:
+        print("| device | case | target | measured | verdict |\n| --- | --- | --- | --- | --- |")
+    else:
+        print("Targets of issue 4 (medians of this run; clkit kernel: device events)")
+    for t in targets:
+        verdict = {True: "met", False: "NOT MET", None: "-"}[t["met"]]
         if markdown:
-            print(f"| {group} | {variant} | {ms:.4f} | {ratio:.2f}x |")
+            print(f"| {t['device']} | {t['case']} | {t['target']} | {t['measured']} | "
+                  f"{verdict} |")
         else:
-            print(f"{group:32s} {variant:24s} {ms:10.4f} ms {ratio:7.2f}x")
+            print(f"  {t['device']:5s} {t['case']:14s} {t['target']:52s} {t['measured']:34s} "
+                  f"{verdict}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    sys.exit(main(sys.argv))

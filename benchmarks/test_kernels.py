@@ -1,0 +1,91 @@
+"""Each library kernel against its baselines: one benchmark group per case.
+
+The cases are those of ``clkit bench`` (:mod:`clkit._bench`: the same inputs,
+calls and sizes), at the size ``CLKIT_BENCH_SIZE`` names (``small``,
+``default``, the issue's, ``gpu`` or ``WxH``), on the device of the
+``device`` fixture (``CLKIT_BENCH_DEVICE``, else the best one).  A group
+``<case>`` holds ``test_<case>__<variant>`` for the variants:
+
+- ``serial``: plain Python on a subset; ``extra_info["scale"]`` scales its
+  time to the full size (report.py does);
+- ``numpy``, ``scipy``, ``cv2``, ``torch``, ``torch_e2e``, ``cupy``: the
+  baselines, skipped where the package (or CUDA) is missing;
+- ``clkit_kernel``: the library call on device arrays (``out=``), the queue
+  finished before and after; ``extra_info["kernel_ms"]`` holds the median of
+  the kernels' own device time (profiling events);
+- ``clkit_e2e``: numpy in, numpy out, transfers included.
+
+pytest-benchmark times every variant by the wall clock, so device calls
+include their launch and synchronisation (``clkit bench`` reads device events
+instead).  Each benchmark warms up once, then runs for about two seconds
+(3 to 20 rounds).  ``python benchmarks/report.py RESULTS.json`` prints the
+ratios of issue 4 from a ``--benchmark-json`` file.
+"""
+
+import os
+import statistics
+
+import pytest
+
+from clkit import _bench
+from clkit._launch import recording
+
+SIZE = _bench.parse_size(os.environ.get("CLKIT_BENCH_SIZE", "default"))
+CASES = _bench.make_cases(SIZE)
+BUDGET_MS = 2000.0
+MAX_ROUNDS = 20
+
+
+def _bench_variant(benchmark, case, key, device):
+    try:
+        variant = case.variant(key, device)
+    except _bench.Unavailable as exc:
+        pytest.skip(str(exc))
+    warm_ms, _, _ = variant.time_once()  # builds, caches, first touch of the memory
+    rounds = max(_bench.MIN_RUNS, min(MAX_ROUNDS, int(BUDGET_MS / max(warm_ms, 1e-3))))
+    sync = variant.sync or (lambda: None)
+    device_ms = []
+
+    def call():
+        if variant.clock == "events":
+            with recording() as launches:
+                variant.run()
+            sync()
+            device_ms.append(sum(launch.kernel_ms for launch in launches))
+        else:
+            variant.run()
+            sync()
+
+    nbytes = variant.nbytes if variant.nbytes is not None else case.nbytes
+    benchmark.extra_info.update({
+        "case": case.id, "variant": key, "label": variant.label, "bytes": nbytes,
+        "scale": variant.scale, "note": variant.note, "size": SIZE.name,
+        "device": variant.device.id if variant.device is not None else None,
+        "device_type": variant.device.type if variant.device is not None else None,
+    })
+    benchmark.pedantic(call, setup=sync, rounds=rounds, iterations=1, warmup_rounds=0)
+    if device_ms:
+        benchmark.extra_info["kernel_ms"] = statistics.median(device_ms)
+
+
+def _make(case, key):
+    last = key == case.variant_keys[-1]
+
+    @pytest.mark.benchmark(group=case.id)
+    def test(benchmark, device):
+        try:
+            _bench_variant(benchmark, case, key, device)
+        finally:
+            if last:
+                case.release()  # the group is done: free its inputs
+
+    test.__name__ = test.__qualname__ = f"test_{case.id}__{key}"
+    test.__doc__ = f"{case.title}: {key}"
+    return test
+
+
+for _case in CASES:
+    for _key in _case.variant_keys:
+        _test = _make(_case, _key)
+        globals()[_test.__name__] = _test
+del _case, _key, _test

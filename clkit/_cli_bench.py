@@ -1,0 +1,144 @@
+"""``clkit bench``: the kernel library against serial Python, NumPy, OpenCV, torch.
+
+The measuring is :mod:`clkit._bench`; this module parses the command line,
+prints each case's table as soon as it is measured, then the issue's targets,
+and writes ``--json`` and ``--plot`` whole or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+
+import pyopencl as cl
+
+from . import _bench
+from ._cli import UsageError, command
+from ._devices import select_many
+
+
+def _size(text):
+    try:
+        return _bench.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _repeat(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+    return value
+
+
+def _output_folder(path: str, option: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option} {path}: the folder {folder} is not writable")
+
+
+def _check_plot(path: str) -> None:
+    _output_folder(path, "--plot")
+    matplotlib = _bench.optional("matplotlib")
+    if matplotlib is None:
+        raise UsageError("--plot needs matplotlib: pip install 'clkit[plot]' (or matplotlib)")
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    formats = Figure().canvas.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise UsageError(f"--plot {path}: give a file name ending in one of "
+                         f"{', '.join('.' + f for f in sorted(formats))} (e.g. bench.png)")
+
+
+def _write_json(report: dict, path: str) -> None:
+    folder, name = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@command("bench", "time each kernel against serial Python, NumPy, OpenCV, torch and every device")
+def cmd_bench(args):
+    cases = _bench.make_cases(args.size, args.kernels)
+    if args.json:
+        _output_folder(args.json, "--json")
+    if args.plot:
+        _check_plot(args.plot)
+    spec = args.device or "all"
+    devices = select_many("all" if spec.strip().lower() == "all"
+                          else [s for s in spec.split(",") if s.strip()])
+    records = {d.id: _bench._device_record(d) for d in devices}
+
+    print(_bench.format_header(_bench.machine_info(devices), args.size), flush=True)
+
+    def show(case):
+        print("\n" + _bench.format_record(case, records), flush=True)
+
+    def progress(text):
+        if sys.stderr.isatty():
+            print(f"\r\033[K  measuring {text}", end="", file=sys.stderr, flush=True)
+
+    try:
+        with warnings.catch_warnings():
+            # A driver's remarks while building a kernel are not part of a benchmark's table.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            report = _bench.run(cases, devices, args.size, args.repeat, on_case=show,
+                                progress=progress)
+    finally:
+        if sys.stderr.isatty():
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+    text = _bench.format_targets(report["targets"], args.size)
+    if text:
+        print("\n" + text)
+    load = report["machine"]["load_average_after"]
+    if load:
+        print(f"\nload average after the run: {', '.join(f'{x:.2f}' for x in load)}")
+    if args.json:
+        _write_json(report, args.json)
+        print(f"wrote {args.json}")
+    if args.plot:
+        _bench.plot(report, args.plot)
+        print(f"wrote {args.plot}")
+    failed = [f"{c['id']}/{r['label']}" for c in report["cases"] for r in c["results"]
+              if (r.get("check") or "").startswith("MISMATCH")]
+    if failed:
+        print(f"clkit: error: results differ from the reference: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _configure(p):
+    names = ", ".join(list(_bench.CASE_TYPES))
+    p.add_argument("kernels", nargs="*", metavar="KERNEL",
+                   help=f"what to measure (default: all): {names}; or a case such as "
+                        "convolve_5x5")
+    p.add_argument("--size", type=_size, default=_bench.PRESETS["default"],
+                   help="small (seconds), default (the issue's: 3840x2160 images, 2^24 "
+                        "vectors, 1920x1080 mandelbrot), gpu (7680x4320, 2^26), or WxH")
+    p.add_argument("--repeat", type=_repeat, default=15, metavar="N",
+                   help="timed runs per variant after one warm-up (fewer for slow ones, "
+                        "at least 3; default 15)")
+    p.add_argument("--json", metavar="FILE", help="write every number and the machine to FILE")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the medians as a bar chart (needs matplotlib: clkit[plot])")
+    p.epilog = ("--device takes a spec, a comma-separated list of specs, or all (the default: "
+                "every device but the Oclgrind simulator, which runs only when named)")
+
+
+cmd_bench.configure = _configure
