@@ -39,6 +39,8 @@
  *               BORDER_CONSTANT (see clkit.h)
  *   MASK_SPACE  address space of the mask (default __constant; __global for masks larger than
  *               the device's constant buffer)
+ *   SKIP_ZERO_TAPS, TAPS_USED, ROW_TAPS_USED, COL_TAPS_USED
+ *               leave out the taps of weight 0, as scipy does (see "Taps of weight 0" below)
  *   CONV_VARIANT  CONV_CPU (default) or CONV_GPU, with their own tuning defines below.
  */
 #include "clkit.h"
@@ -60,6 +62,55 @@
 #endif
 #ifndef MASK_SPACE
 #define MASK_SPACE __constant
+#endif
+
+/*
+ * Taps of weight 0. scipy.ndimage.convolve leaves them out of its sum, so a NaN or an infinity
+ * under one (the middle column of a Sobel mask, all but one tap of a shift, cval in constant
+ * mode) does not reach its result; a product would, as 0 * NaN = NaN. The host defines
+ * SKIP_ZERO_TAPS only for masks with such taps: for every other mask IF_TAP_USED expands to
+ * nothing, so there is no test at all and the kernels compile as without this section (the
+ * kind arguments that say which mask a helper applies are then unused constants).
+ *
+ * With SKIP_ZERO_TAPS, a table lists which taps of a mask argument are used, 1 or 0 per tap in
+ * the argument's order: TAPS_USED for convolve_2d (KH * KW, row by row), ROW_TAPS_USED for
+ * convolve_rows (KW), COL_TAPS_USED for convolve_cols (KH). A table is a program-scope
+ * __constant array because the compiler knows its values: in the unrolled tap loops the index
+ * is a constant, so each test folds, an unused tap is not compiled at all and a used one costs
+ * nothing. Rolled loops test at run time. A mask argument without a table (the host leaves out
+ * those of large masks, whose loops are rolled anyway) has its weights themselves tested.
+ *
+ * IF_TAP_USED(kind, mask, i) stmt runs stmt only if tap i of mask is used; kind (MASK_2D,
+ * MASK_ROW or MASK_COL, which table) is a constant at every call site, so the choice folds.
+ * It is an if without an else: never follow stmt with one.
+ */
+#define MASK_2D 0
+#define MASK_ROW 1
+#define MASK_COL 2
+#ifdef SKIP_ZERO_TAPS
+#ifdef TAPS_USED
+__constant uchar taps_used_2d[KH * KW] = {TAPS_USED};
+#define USED_2D(mask, i) taps_used_2d[i]
+#else
+#define USED_2D(mask, i) ((mask)[i] != 0)
+#endif
+#ifdef ROW_TAPS_USED
+__constant uchar taps_used_row[KW] = {ROW_TAPS_USED};
+#define USED_ROW(mask, i) taps_used_row[i]
+#else
+#define USED_ROW(mask, i) ((mask)[i] != 0)
+#endif
+#ifdef COL_TAPS_USED
+__constant uchar taps_used_col[KH] = {COL_TAPS_USED};
+#define USED_COL(mask, i) taps_used_col[i]
+#else
+#define USED_COL(mask, i) ((mask)[i] != 0)
+#endif
+#define IF_TAP_USED(kind, mask, i) \
+    if ((kind) == MASK_2D ? USED_2D(mask, i) : (kind) == MASK_ROW ? USED_ROW(mask, i) \
+                                                                    : USED_COL(mask, i))
+#else
+#define IF_TAP_USED(kind, mask, i)
 #endif
 
 #define CONV_CPU 1
@@ -205,10 +256,12 @@ CLK_INLINE void zero_acc(accv acc[NACC][NVEC])
 }
 
 /* The taps of a run at least BLK_L blocks from the row's start and BLK_R from its end: no
- * folding. Row r + t of the band is src row rowmap[r + t] (by_rowmap) or src row r (kh = 1).
- * kh is a constant once inlined, so only one of the two paths is compiled: fully unrolled for
- * masks of up to MAX_UNROLL taps, rows rolled with NACC taps per step for larger ones (there
- * build time and code size grow faster than the gain). */
+ * folding. Row r + t of the band is src row rowmap[r + t] (by_rowmap: convolve_2d) or src row
+ * r (kh = 1: convolve_rows). kh is a constant once inlined, so only one of the two paths is
+ * compiled: fully unrolled for masks of up to MAX_UNROLL taps, rows rolled with NACC taps per
+ * step for larger ones (there build time and code size grow faster than the gain). Unrolled,
+ * a tap of weight 0 folds away with its window and, when its whole mask row is unused, the
+ * row's loads. */
 CLK_INLINE void taps_direct(accv acc[NACC][NVEC], __global const SRC_T* src,
                             __global const int* rowmap, const int by_rowmap, const int r,
                             const int e0, const int rowlen, MASK_SPACE const ACC_T* mask,
@@ -237,6 +290,7 @@ CLK_INLINE void taps_direct(accv acc[NACC][NVEC], __global const SRC_T* src,
 #else
                     const accv x = LOADV(row + d - BLK_L * VW);
 #endif
+                    IF_TAP_USED(by_rowmap ? MASK_2D : MASK_ROW, mask, t * KW + s)
                     acc[(t * KW + s) % NACC][v] += mask[t * KW + s] * x;
                 }
             }
@@ -253,22 +307,27 @@ CLK_INLINE void taps_direct(accv acc[NACC][NVEC], __global const SRC_T* src,
                 for (int j = 0; j < NACC; ++j)
 #pragma unroll
                     for (int v = 0; v < NVEC; ++v)
+                        IF_TAP_USED(by_rowmap ? MASK_2D : MASK_ROW, mask, t * KW + s + j)
                         acc[j][v] += w[s + j] * LOADV(row + (s + j) * CHANNELS + v * VW);
             for (; s < KW; ++s)
 #pragma unroll
                 for (int v = 0; v < NVEC; ++v)
+                    IF_TAP_USED(by_rowmap ? MASK_2D : MASK_ROW, mask, t * KW + s)
                     acc[0][v] += w[s] * LOADV(row + s * CHANNELS + v * VW);
         }
     }
 }
 
-/* The NX taps of one mask row w over a private copy of the row's folded source span. */
-CLK_INLINE void taps_span(accv acc[NACC][NVEC], const ACC_T* span, MASK_SPACE const ACC_T* w,
-                          const int nx)
+/* The nx taps [tap0, tap0 + nx) of one mask row over a private copy of the row's folded source
+ * span; kind: which mask (MASK_2D, MASK_ROW or MASK_COL), for IF_TAP_USED. */
+CLK_INLINE void taps_span(accv acc[NACC][NVEC], const ACC_T* span, MASK_SPACE const ACC_T* mask,
+                          const int tap0, const int nx, const int kind)
 {
+    MASK_SPACE const ACC_T* w = mask + tap0;
     for (int s = 0; s < nx; ++s)
 #pragma unroll
         for (int v = 0; v < NVEC; ++v)
+            IF_TAP_USED(kind, mask, tap0 + s)
             acc[s % NACC][v] += w[s] * LOADV(span + s * CHANNELS + v * VW);
 }
 
@@ -326,7 +385,7 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
                 ACC_T span[SPAN];
                 for (int i = 0; i < SPAN; ++i)
                     span[i] = folded_src(src, srow, e0 - HALO_L + i, width, cval);
-                taps_span(acc, span, mask + t * KW, KW);
+                taps_span(acc, span, mask, t * KW, KW, by_rowmap ? MASK_2D : MASK_ROW);
             }
         }
         store_run(dst + (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0);
@@ -392,12 +451,14 @@ __kernel void convolve_cols(__global const ACC_T* restrict tmp,
                 for (int j = 0; j < NACC; ++j)
 #pragma unroll
                     for (int v = 0; v < NVEC; ++v)
+                        IF_TAP_USED(MASK_COL, mask, t + j)
                         acc[j][v] += mask[t + j] *
                             LOADV(col + (size_t)rowmap[r + t + j] * (size_t)rowlen + v * VW);
 #pragma unroll
             for (int j = 0; t + j < KH; ++j)
 #pragma unroll
                 for (int v = 0; v < NVEC; ++v)
+                    IF_TAP_USED(MASK_COL, mask, t + j)
                     acc[j][v] += mask[t + j] *
                         LOADV(col + (size_t)rowmap[r + t + j] * (size_t)rowlen + v * VW);
         } else {
@@ -408,7 +469,7 @@ __kernel void convolve_cols(__global const ACC_T* restrict tmp,
                     span[i] = srow < 0 ? cval
                             : e0 + i < rowlen ? tmp[(size_t)srow * (size_t)rowlen + e0 + i]
                             : (ACC_T)0;
-                taps_span(acc, span, mask + t, 1);
+                taps_span(acc, span, mask, t, 1, MASK_COL);
             }
         }
         store_run(dst + (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0);
@@ -465,10 +526,13 @@ __kernel void convolve_cols(__global const ACC_T* restrict tmp,
 #endif
 
 /* Accumulate one chunk of mask rows [c0, c0 + chunk) from a tile of tile_w elements per row
- * whose row 0 is padded row c0 of the group and column 0 is element -halo of the group. */
+ * whose row 0 is padded row c0 of the group and column 0 is element -halo of the group; kind:
+ * which mask (MASK_2D, MASK_ROW or MASK_COL), for IF_TAP_USED. Unrolled with one chunk, the
+ * tap index is a constant and a tap of weight 0 folds away; with several chunks c0 is not, and
+ * the test is a branch taken alike by the whole group. */
 CLK_INLINE void tile_taps(__local const ACC_T* tile, const int tile_w,
                           MASK_SPACE const ACC_T* mask, const int kh, const int kw,
-                          const int c0, const int chunk, ACC_T acc[PY][PX])
+                          const int c0, const int chunk, ACC_T acc[PY][PX], const int kind)
 {
     const int lx = (int)get_local_id(0);
     const int ly = (int)get_local_id(1);
@@ -484,6 +548,7 @@ CLK_INLINE void tile_taps(__local const ACC_T* tile, const int tile_w,
                 for (int o = 0; o < PY; ++o) {
                     const int t = q - o;
                     if (t >= 0 && t < chunk && c0 + t < kh)
+                        IF_TAP_USED(kind, mask, (c0 + t) * kw + s)
                         acc[o][k] += mask[(c0 + t) * kw + s] * v;
                 }
             }
@@ -563,7 +628,8 @@ CLK_INLINE void gpu_correlate(__local ACC_T* tile,
         load_src_tile(tile, OUT_H + chunk - 1, src, rowmap, by_rowmap, p0 + c0, last_p,
                       width, cval);
         barrier(CLK_LOCAL_MEM_FENCE);
-        tile_taps(tile, OUT_W + HALO_L + HALO_R, mask, kh, KW, c0, chunk, acc);
+        tile_taps(tile, OUT_W + HALO_L + HALO_R, mask, kh, KW, c0, chunk, acc,
+                  by_rowmap ? MASK_2D : MASK_ROW);
     }
     store_block(dst, acc, width * CHANNELS, out_rows);
 }
@@ -623,7 +689,7 @@ void convolve_cols(__global const ACC_T* restrict tmp,
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        tile_taps(tile, OUT_W, mask, KH, 1, c0, KH_CHUNK, acc);
+        tile_taps(tile, OUT_W, mask, KH, 1, c0, KH_CHUNK, acc, MASK_COL);
     }
     store_block(dst, acc, rowlen, out_rows);
 }

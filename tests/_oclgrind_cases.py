@@ -308,6 +308,43 @@ def _convolve_device(dev):
     check_convolve(convolve(view, mask, device=dev), view, mask, "reflect")
 
 
+#: Masks with taps of weight 0, which the kernels leave out (tables of used taps in the build).
+ZERO_TAP_MASKS = {
+    "sobel-x": lambda: np.outer([1.0, 2.0, 1.0], [1.0, 0.0, -1.0]),    # two passes (CPU)
+    "separable-9x11": lambda: np.outer(np.where(np.arange(9) % 3 == 1, 0.0, 1.5),
+                                       np.where(np.arange(11) % 3 == 0, 0.0, -0.5)),
+    "laplace": lambda: np.array([[0.0, 1, 0], [1, -4, 1], [0, 1, 0]]),  # direct
+    "zero-rows-13x3": lambda: np.where(np.isin(np.arange(13), [0, 5, 6, 12])[:, None], 0.0,
+                                       rng().standard_normal((13, 3))),
+}
+
+
+def zero_tap_case(dev, kind, mode, cval, shape):
+    """NaN and infinities in the image (and in cval) that taps of weight 0 must leave out."""
+    from clkit.kernels import convolve
+    from _reference import convolve_reference, filter_ulps
+    img = image(shape)
+    h, w = shape
+    for k, (r, c) in enumerate([(0, 0), (h // 2, 1), (h // 2, w // 2), (h - 1, w - 2)]):
+        img[r, c] = (np.nan, np.inf, -np.inf)[k % 3]
+    mask = ZERO_TAP_MASKS[kind]()
+    got = convolve(img, mask, mode=mode, cval=cval, device=dev)
+    expected, scale = convolve_reference(img, mask, mode, cval)
+    assert np.array_equal(np.isnan(got), np.isnan(expected)), "NaN where scipy has none or not"
+    inf = np.isinf(expected)
+    assert np.array_equal(got[inf], expected[inf]), "infinities differ from scipy's"
+    finite = np.isfinite(expected)
+    close(got[finite], expected[finite], scale[finite], filter_ulps(mask.size),
+          f"zero taps {kind} {shape} {mode} cval {cval}")
+
+
+case("convolve", *[one(f"convolve[zero-taps-{kind}-{mode}-{cval}]", kind, mode, cval, (7, 53))
+                   for kind, mode, cval in (("sobel-x", "reflect", 0.0),
+                                            ("sobel-x", "constant", np.inf),
+                                            ("laplace", "constant", np.nan),
+                                            ("laplace", "wrap", 0.0))])(zero_tap_case)
+
+
 @case("convolve", *[one(f"gaussian_blur[{mode}]", mode) for mode in MODES])
 def _gaussian(dev, mode):
     from clkit.kernels import gaussian_blur
@@ -354,6 +391,17 @@ def _gpu_chunks(dev):
     mask = rng().standard_normal((13, 3))
     check_convolve(convolve(img, mask, mode="constant", cval=-2.0, device=dev), img, mask,
                    "constant", -2.0)
+
+
+@case("gpu", *[one(f"gpu-convolve[zero-taps-{kind}-{mode}-{cval}]", kind, mode, cval)
+               for kind, mode, cval in (("sobel-x", "mirror", 0.0),
+                                        ("separable-9x11", "constant", np.nan),
+                                        ("zero-rows-13x3", "constant", -np.inf),
+                                        ("zero-rows-13x3", "reflect", 0.0))])
+def _gpu_zero_taps(dev, kind, mode, cval):
+    """sobel-x: the direct kernel (a small separable mask); separable-9x11: the two passes;
+    zero-rows-13x3: chunks of 6 mask rows, whose used taps are known only at run time."""
+    zero_tap_case(dev, kind, mode, cval, (13, 70))
 
 
 @case("gpu", one("gpu-gaussian_blur[nearest-4ch]"))

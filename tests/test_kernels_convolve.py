@@ -154,6 +154,138 @@ def test_convolve_nearly_separable_masks_are_not_approximated(device, rng):
     check_convolve(ck.convolve(image, nudged, device=device), image, nudged)
 
 
+# -- convolve: taps of weight 0 are left out, as scipy leaves them out -----------------------------
+#
+# scipy.ndimage.convolve sums only the taps whose weight is not 0, so a NaN or an infinity under
+# a zero weight (image pixels or a non-finite cval) does not reach its result; 0 * NaN would.
+
+def zero_rows_and_columns(rng, shape, rows=(), columns=()):
+    """A random (rank > 1) mask with these rows and columns set to 0."""
+    mask = rng.standard_normal(shape)
+    mask[list(rows), :] = 0.0
+    mask[:, list(columns)] = 0.0
+    return mask
+
+
+def separable_with_zeros(rng, kh, kw):
+    """outer(column, row) with every third weight of each factor 0: whole rows and columns."""
+    col, row = rng.standard_normal(kh), rng.standard_normal(kw)
+    col[1::3] = 0.0
+    row[::3] = 0.0
+    return np.outer(col, row)
+
+
+#: name -> (mask(rng), taking the two-pass path on CPU drivers?, too large for the simulator?)
+ZERO_TAP_MASKS = {
+    "sobel-x": (lambda rng: np.outer([1.0, 2.0, 1.0], [1.0, 0.0, -1.0]), True, False),
+    "shift": (lambda rng: np.array([[0.0, 0, 0], [1, 0, 0], [0, 0, 0]]), True, False),
+    "separable-5x7": (lambda rng: separable_with_zeros(rng, 5, 7), True, False),
+    # 99 taps: the two-pass path on GPUs too
+    "separable-9x11": (lambda rng: separable_with_zeros(rng, 9, 11), True, False),
+    "laplace": (lambda rng: np.array([[0.0, 1, 0], [1, -4, 1], [0, 1, 0]]), False, False),
+    "zero-row-and-column-4x5": (lambda rng: zero_rows_and_columns(rng, (4, 5), [0], [2]),
+                                False, False),
+    "row-1x5": (lambda rng: np.array([[2.0, 0, 0, 0, -1]]), False, False),
+    "zero-1x1": (lambda rng: np.zeros((1, 1)), False, False),
+    "zero-3x3": (lambda rng: np.zeros((3, 3)), False, False),
+    # rolled tap loops (over 256 taps): a table of used taps, then (over 1024) the weights
+    "rolled-17x17": (lambda rng: zero_rows_and_columns(rng, (17, 17), [3, 16], [0, 8]),
+                     False, True),
+    "rolled-33x33": (lambda rng: zero_rows_and_columns(rng, (33, 33), [5], [7, 20]),
+                     False, True),
+    "rolled-separable-3x261": (lambda rng: separable_with_zeros(rng, 3, 261), True, True),
+}
+
+#: every mode; constant mode also with non-finite cvals, which zero weights must leave out too
+ZERO_TAP_MODES = [(mode, 1.5) for mode in MODES] + \
+    [("constant", np.nan), ("constant", np.inf), ("constant", -np.inf)]
+
+
+def non_finite_image(rng, shape, dtype=np.float32):
+    """Random pixels with NaN, inf and -inf at the corners, beside the borders and inside:
+    taps reach them through the folded border runs and the direct runs of the CPU variant."""
+    image = random_image(rng, shape, dtype)
+    h, w = shape[:2]
+    spots = [(0, 0), (0, w - 1), (h - 1, 0), (h - 1, w - 1), (h // 2, 1), (1, w // 2),
+             (h // 2, w // 2), (h // 2 + 1, w // 2 + 3), (h - 2, w - 2), (h // 3, 40)]
+    for k, (r, c) in enumerate(spots):
+        image[r, c] = (np.nan, np.inf, -np.inf)[k % 3]
+    return image
+
+
+def check_non_finite(result, image, mask, mode, cval):
+    """scipy's result exactly where it is NaN or infinite, within rounding elsewhere."""
+    expected, scale = convolve_reference(image, mask, mode, cval)
+    assert result.dtype == result_dtype(image.dtype)
+    what = f"convolve {image.shape} with {mask.shape}, {mode}, cval {cval}"
+    np.testing.assert_array_equal(np.isnan(result), np.isnan(expected),
+                                  err_msg=f"{what}: NaN where scipy has none, or not where it has")
+    inf = np.isinf(expected)
+    np.testing.assert_array_equal(np.isinf(result), inf, err_msg=f"{what}: infinities")
+    np.testing.assert_array_equal(result[inf], expected[inf], err_msg=f"{what}: infinities")
+    finite = np.isfinite(expected)
+    assert_close_scaled(result[finite], expected[finite], scale[finite],
+                        dtype=result_dtype(image.dtype), ulps=filter_ulps(mask.size), what=what)
+
+
+def zero_tap_case(device, rng, name, mode, cval, shape, variant="cpu"):
+    from clkit.kernels._convolve import Filter
+    make, separable, large = ZERO_TAP_MASKS[name]
+    if large:
+        skip_on_simulator(device, f"the {name} mask")
+        shape = (shape[0], 601)  # runs inside the row, beyond the halo of 130 columns
+    mask = make(rng)
+    image = non_finite_image(rng, shape)
+    filt = Filter.for_mask("convolve", image, mask, mode, cval)
+    assert (filt.factors is not None) == separable
+    assert filt._program(device)[1].variant == variant
+    check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=device),
+                     image, mask, mode, cval)
+
+
+@pytest.mark.parametrize("mode,cval", ZERO_TAP_MODES, ids=lambda v: str(v))
+@pytest.mark.parametrize("name", list(ZERO_TAP_MASKS))
+def test_convolve_zero_weights_leave_non_finite_values_out(device, rng, name, mode, cval):
+    # 101 columns: runs inside the row as well as border runs, in both paths
+    zero_tap_case(device, rng, name, mode, cval, (sized(device, 7, 23), 101))
+
+
+@pytest.mark.parametrize("name", ["sobel-x", "zero-row-and-column-4x5"])
+def test_convolve_zero_weights_channels_and_float64(device, rng, name):
+    make, _, _ = ZERO_TAP_MASKS[name]
+    mask = make(rng)
+    image = non_finite_image(rng, (sized(device, 6, 19), 53, 3))
+    for mode, cval in (("wrap", 0.0), ("constant", np.inf)):
+        check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=device),
+                         image, mask, mode, cval)
+    if device.fp64:
+        image = non_finite_image(rng, (sized(device, 6, 19), 53), np.float64)
+        check_non_finite(ck.convolve(image, mask, mode="reflect", device=device),
+                         image, mask, "reflect", 0.0)
+
+
+def test_convolve_zero_weights_with_integer_images_and_non_finite_cval(device, rng):
+    image = random_image(rng, (9, 40), np.uint8)
+    shift = ZERO_TAP_MASKS["shift"][0](rng)
+    for mask in (shift, ZERO_TAP_MASKS["laplace"][0](rng)):
+        for cval in (np.nan, -np.inf):
+            check_non_finite(ck.convolve(image, mask, mode="constant", cval=cval, device=device),
+                             image, mask, "constant", cval)
+
+
+def test_gaussian_blur_multiplies_zero_weights_as_scipy_does(device, rng):
+    # gaussian_filter's 1-D passes, unlike convolve, multiply every tap: with truncate 40 the
+    # weights 39 and 40 pixels out underflow to 0, and a NaN still reaches them.  (NaN only:
+    # there, infinities times 0 give NaN in an order that depends on which pass comes first.)
+    skip_on_simulator(device, "an 81-tap Gaussian")
+    assert np.any(gaussian_1d(40, 1.0) == 0)
+    image = non_finite_image(rng, (90, 101))
+    image[~np.isfinite(image)] = np.nan
+    got = ck.gaussian_blur(image, 1.0, truncate=40.0, device=device)
+    expected, _ = gaussian_reference(image, 1.0, "reflect", 0.0, 40.0)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+
+
 # -- convolve: dtypes and channels ----------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.int32, np.float32,
@@ -361,3 +493,28 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
     blurred = ck.gaussian_blur(image, 1.3, mode=mode, device=as_gpu)
     expected, scale = gaussian_reference(image, 1.3, mode)
     assert_close_scaled(blurred, expected, scale, ulps=filter_ulps(2 * 9))
+
+
+@pytest.mark.parametrize("mode,cval", ZERO_TAP_MODES, ids=lambda v: str(v))
+@pytest.mark.parametrize("name", list(ZERO_TAP_MASKS))
+def test_gpu_variant_zero_weights(as_gpu, rng, name, mode, cval):
+    # 70 columns: two work-groups of 64 elements, one whose tile lies inside the row and one
+    # that folds; separable masks of up to 81 taps take the direct kernel here
+    zero_tap_case(as_gpu, rng, name, mode, cval, (sized(as_gpu, 7, 37), 70), variant="gpu")
+
+
+def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
+    # With 12 KiB of local memory a 13-row mask is applied 6 rows at a time: the chunk's first
+    # row is known only at run time, and so is which of its taps are used.
+    from clkit.kernels import _convolve
+    local_mem = as_gpu.local_mem
+    object.__setattr__(as_gpu, "local_mem", 12 * 1024)
+    try:
+        mask = zero_rows_and_columns(rng, (13, 3), [0, 5, 6, 12], [1])
+        assert _convolve._geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
+        image = non_finite_image(rng, (sized(as_gpu, 9, 40), 70))
+        for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
+            check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
+                             image, mask, mode, cval)
+    finally:
+        object.__setattr__(as_gpu, "local_mem", local_mem)

@@ -27,6 +27,13 @@ MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BOR
          "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
 #: The most weights of a 2-D mask that gaussian_blur builds (128 MiB of float64 on the host).
 MAX_MASK_SIZE = 1 << 24
+#: The most taps of a mask whose used taps are listed in a build define (two characters a tap)
+#: when it has taps of weight 0.  The list pays only where the tap loops are unrolled, for
+#: masks of up to 256 taps in both variants (this leaves room for retuning); a larger mask
+#: runs rolled loops, where testing its weights at run time costs the same.  A float64 mask of
+#: this size and its list fit the 64 KiB of constant memory that every device has, so a list
+#: never goes with a mask that MASK_SPACE puts in __global.
+MAX_TAP_TABLE = 1024
 IMAGE_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.uint32, np.float32,
                 np.float64)
 
@@ -107,6 +114,10 @@ def _separable(data: bytes, shape: tuple, acc: str):
     error = np.abs(np.outer(col, row) - corr)
     if np.any(error > 8 * np.finfo(acc).eps * np.abs(corr)):
         return None
+    # The passes leave out a tap whose column or row weight is 0, scipy one whose own weight
+    # is: the same taps, unless a product of two tiny factors underflowed to 0.
+    if not np.array_equal(corr == 0, np.logical_or.outer(col == 0, row == 0)):
+        return None
     return col, row
 
 
@@ -115,10 +126,14 @@ class Filter:
 
     ``corr`` is the mask in correlation form (scipy's convolve mask flipped)
     with ``anchor`` = taps (above, left of) the centre; ``factors`` selects
-    the two-pass path.  It holds no image, so it can be sent to MPI ranks.
+    the two-pass path.  ``skip_zero_taps``: leave the taps of weight 0 out of
+    the sums, as ``scipy.ndimage.convolve`` does (a NaN or an infinity under
+    one does not reach the result); ``gaussian_filter``'s 1-D passes multiply
+    every tap.  It holds no image, so it can be sent to MPI ranks.
     """
 
-    def __init__(self, func, shape, dtype, corr, anchor, factors, mode, cval):
+    def __init__(self, func, shape, dtype, corr, anchor, factors, mode, cval,
+                 skip_zero_taps=False):
         self.func = func
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
@@ -129,6 +144,7 @@ class Filter:
         self.mode = mode
         self.cval = cval
         self.channels = shape[2] if len(shape) == 3 else 1
+        self.skip_zero_taps = skip_zero_taps
 
     # -- construction and checks -----------------------------------------------------------
 
@@ -162,7 +178,7 @@ class Filter:
         anchor = ((m.shape[0] - 1) // 2, (m.shape[1] - 1) // 2)
         acc = np.float64 if np.dtype(image.dtype) == np.float64 else np.float32
         return cls(func, image.shape, image.dtype, corr, anchor, separable_factors(corr, acc),
-                   mode, cval)
+                   mode, cval, skip_zero_taps=True)
 
     @classmethod
     def for_gaussian(cls, func, image, sigma, mode, cval, truncate):
@@ -215,12 +231,37 @@ class Filter:
         geometry = _geometry(device, kh, kw, self.channels, self.acc.itemsize,
                              self.two_pass(device))
         defines.update(geometry.defines)
+        defines.update(self._zero_tap_defines(device))
         if device.simulator:
             # Oclgrind 21.10: its uninitialised-value check misreads register permutes, and
             # its interpreter stops at instructions (freeze) that LLVM's optimiser emits.
             defines.setdefault("CPU_PERMUTE", 2)
             options = ("-cl-opt-disable",)
         return program("convolution", options=options, **defines), geometry
+
+    def _zero_tap_defines(self, device) -> dict:
+        """The defines that leave out the taps of weight 0 (see convolution.cl).
+
+        None for a mask without such taps (or with ``skip_zero_taps`` off): its
+        build is the same as ever.  Otherwise SKIP_ZERO_TAPS and, for each mask the
+        launched kernels take of up to MAX_TAP_TABLE taps, its table of used
+        taps, also when that mask (a separable factor) has no zero: the table
+        folds its tests away, where without one its weights are tested at run time.
+        """
+        if not self.skip_zero_taps:
+            return {}
+        if self.two_pass(device):
+            col, row = self.factors
+            masks = {"ROW_TAPS_USED": row, "COL_TAPS_USED": col}
+        else:
+            masks = {"TAPS_USED": self.corr}
+        if all(np.all(m != 0) for m in masks.values()):
+            return {}
+        defines = {"SKIP_ZERO_TAPS": 1}
+        for name, m in masks.items():
+            if m.size <= MAX_TAP_TABLE:
+                defines[name] = ",".join(np.where(m.ravel() != 0, "1", "0"))
+        return defines
 
     def two_pass(self, device) -> bool:
         """Whether to filter rows then columns: for rank-1 masks, except small ones on GPUs.
@@ -254,9 +295,11 @@ class Filter:
                           local_size=l, **call)
         # A row outside the image is all cval, which the row pass would have made the sum of
         # row[j] * cval: summed tap by tap, so that an infinite cval gives NaN, as scipy's
-        # taps do, where the row's weights have both signs (cval * sum(row) would not).
+        # taps do, where the row's weights have both signs (cval * sum(row) would not), and
+        # over the taps the row pass uses (an infinite cval times a weight of 0 is NaN).
+        used = row[self.factors[1] != 0] if self.skip_zero_taps else row
         with np.errstate(invalid="ignore", over="ignore"):
-            cval_cols = acc(np.sum(row.astype(np.float64) * self.cval))
+            cval_cols = acc(np.sum(used.astype(np.float64) * self.cval))
         g, l = geometry.sizes(width, out_rows)
         prg.convolve_cols(tmp, rowmap, col, dst, width, out_rows, cval_cols, global_size=g,
                           local_size=l, **call)
