@@ -592,11 +592,54 @@ class GrayscaleCase(Case):
         return None if err <= 1 else f"max error {err}"
 
 
-class ConvolveCase(Case):
-    kernel = "convolve"
+class _FilterCase(Case):
+    """What convolve and gaussian_blur share: a float32 image, torch, cupy and clkit variants.
+
+    A subclass gives ``_torch_filter(torch, dev)`` (a callable on an NCHW tensor),
+    ``torch_title``, ``_cupy_filter(ndimage, image, out)`` and ``_library(image, **kw)``.
+    """
+
     baseline_keys = ("numpy", "scipy", "cv2", "torch", "torch_e2e", "cupy")
     bytes_per_unit = 8
     bytes_note = "8 B/pixel: 4 read, 4 written"
+
+    def _b_torch(self):
+        torch, dev, clock, sync = self._torch()
+        x = torch.from_numpy(self.data["image"])[None, None].to(dev)
+        run = self._torch_filter(torch, dev)
+        return Variant("torch", f"{self.torch_title} ({_torch_how(dev)}, zero padding)",
+                       lambda: run(x), clock=clock, sync=sync)
+
+    def _b_torch_e2e(self):
+        torch, dev, _, sync = self._cuda_only()
+        image = self.data["image"]
+        run = self._torch_filter(torch, dev)
+        return Variant("torch_e2e", "torch e2e (cuda, pageable)",
+                       lambda: run(torch.from_numpy(image)[None, None].to(dev))[0, 0]
+                       .cpu().numpy(), sync=sync)
+
+    def _b_cupy(self):
+        cupy = self._cupy()
+        ndimage = importlib.import_module("cupyx.scipy.ndimage")
+        image = cupy.asarray(self.data["image"])
+        out = cupy.empty_like(image)
+        title, run = self._cupy_filter(ndimage, image, out, cupy)
+        return Variant("cupy", f"{title} (cuda)", run, clock="cuda",
+                       sync=cupy.cuda.runtime.deviceSynchronize)
+
+    def _kernel(self, device):
+        src = to_device(self.data["image"], device=device)
+        dst = empty(src.shape, np.float32, device=device)
+        return lambda: self._library(src, out=dst, device=device)
+
+    def _e2e(self, device):
+        image = self.data["image"]
+        return lambda: self._library(image, device=device)
+
+
+class ConvolveCase(_FilterCase):
+    kernel = "convolve"
+    torch_title = "torch conv2d"
 
     def __init__(self, sizes, k: int):
         super().__init__(sizes)
@@ -645,54 +688,25 @@ class ConvolveCase(Case):
                        lambda: cv2.filter2D(image, -1, corr, dst=out,
                                             borderType=cv2.BORDER_REFLECT))
 
-    def _conv(self, torch, dev):
+    def _torch_filter(self, torch, dev):
         f = importlib.import_module("torch.nn.functional")
         _autotune(torch, dev)
         weight = torch.from_numpy(self.data["corr"])[None, None].to(dev)
         pad = self.k // 2
         return lambda x: f.conv2d(x, weight, padding=pad)
 
-    def _b_torch(self):
-        torch, dev, clock, sync = self._torch()
-        x = torch.from_numpy(self.data["image"])[None, None].to(dev)
-        conv = self._conv(torch, dev)
-        return Variant("torch", f"torch conv2d ({_torch_how(dev)}, zero padding)", lambda: conv(x),
-                       clock=clock, sync=sync)
-
-    def _b_torch_e2e(self):
-        torch, dev, _, sync = self._cuda_only()
-        image = self.data["image"]
-        conv = self._conv(torch, dev)
-        return Variant("torch_e2e", "torch e2e (cuda, pageable)",
-                       lambda: conv(torch.from_numpy(image)[None, None].to(dev))[0, 0]
-                       .cpu().numpy(), sync=sync)
-
-    def _b_cupy(self):
-        cupy = self._cupy()
-        ndimage = importlib.import_module("cupyx.scipy.ndimage")
-        image = cupy.asarray(self.data["image"])
+    def _cupy_filter(self, ndimage, image, out, cupy):
         mask = cupy.asarray(self.data["mask"])
-        out = cupy.empty_like(image)
-        return Variant("cupy", "cupyx.scipy.ndimage.convolve (cuda)",
-                       lambda: ndimage.convolve(image, mask, output=out, mode="reflect"),
-                       clock="cuda", sync=cupy.cuda.runtime.deviceSynchronize)
+        return ("cupyx.scipy.ndimage.convolve",
+                lambda: ndimage.convolve(image, mask, output=out, mode="reflect"))
 
-    def _kernel(self, device):
-        src = to_device(self.data["image"], device=device)
-        dst = empty(src.shape, np.float32, device=device)
-        mask = self.data["mask"]
-        return lambda: kernels.convolve(src, mask, out=dst, device=device)
-
-    def _e2e(self, device):
-        image, mask = self.data["image"], self.data["mask"]
-        return lambda: kernels.convolve(image, mask, device=device)
+    def _library(self, image, **kw):
+        return kernels.convolve(image, self.data["mask"], **kw)
 
 
-class GaussianBlurCase(Case):
+class GaussianBlurCase(_FilterCase):
     id = kernel = "gaussian_blur"
-    baseline_keys = ("numpy", "scipy", "cv2", "torch", "torch_e2e", "cupy")
-    bytes_per_unit = 8
-    bytes_note = "8 B/pixel: 4 read, 4 written"
+    torch_title = "torch 2x conv2d"
     SIGMA = 2.0
 
     def __init__(self, sizes):
@@ -739,7 +753,7 @@ class GaussianBlurCase(Case):
                                                 sigmaY=self.SIGMA,
                                                 borderType=cv2.BORDER_REFLECT))
 
-    def _blur(self, torch, dev):
+    def _torch_filter(self, torch, dev):
         f = importlib.import_module("torch.nn.functional")
         _autotune(torch, dev)
         taps = torch.from_numpy(self.taps.astype(np.float32)).to(dev)
@@ -747,40 +761,12 @@ class GaussianBlurCase(Case):
         row, col = taps.view(1, 1, 1, -1), taps.view(1, 1, -1, 1)
         return lambda x: f.conv2d(f.conv2d(x, row, padding=(0, r)), col, padding=(r, 0))
 
-    def _b_torch(self):
-        torch, dev, clock, sync = self._torch()
-        x = torch.from_numpy(self.data["image"])[None, None].to(dev)
-        blur = self._blur(torch, dev)
-        return Variant("torch", f"torch 2x conv2d ({_torch_how(dev)}, zero padding)",
-                       lambda: blur(x),
-                       clock=clock, sync=sync)
+    def _cupy_filter(self, ndimage, image, out, cupy):
+        return ("cupyx.scipy.ndimage.gaussian_filter",
+                lambda: ndimage.gaussian_filter(image, self.SIGMA, output=out, mode="reflect"))
 
-    def _b_torch_e2e(self):
-        torch, dev, _, sync = self._cuda_only()
-        image = self.data["image"]
-        blur = self._blur(torch, dev)
-        return Variant("torch_e2e", "torch e2e (cuda, pageable)",
-                       lambda: blur(torch.from_numpy(image)[None, None].to(dev))[0, 0]
-                       .cpu().numpy(), sync=sync)
-
-    def _b_cupy(self):
-        cupy = self._cupy()
-        ndimage = importlib.import_module("cupyx.scipy.ndimage")
-        image = cupy.asarray(self.data["image"])
-        out = cupy.empty_like(image)
-        return Variant("cupy", "cupyx.scipy.ndimage.gaussian_filter (cuda)",
-                       lambda: ndimage.gaussian_filter(image, self.SIGMA, output=out,
-                                                       mode="reflect"),
-                       clock="cuda", sync=cupy.cuda.runtime.deviceSynchronize)
-
-    def _kernel(self, device):
-        src = to_device(self.data["image"], device=device)
-        dst = empty(src.shape, np.float32, device=device)
-        return lambda: kernels.gaussian_blur(src, self.SIGMA, out=dst, device=device)
-
-    def _e2e(self, device):
-        image = self.data["image"]
-        return lambda: kernels.gaussian_blur(image, self.SIGMA, device=device)
+    def _library(self, image, **kw):
+        return kernels.gaussian_blur(image, self.SIGMA, **kw)
 
 
 class VectorAddCase(Case):
