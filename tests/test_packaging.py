@@ -1,5 +1,6 @@
 """An installed (not editable) clkit finds its kernel sources from any directory."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,11 +11,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_installed_copy_finds_its_kernels(tmp_path):
     target = tmp_path / "site"
-    try:  # build with this environment's setuptools when it has one, offline
-        import setuptools  # noqa: F401
-        isolation = ["--no-build-isolation", "--no-index"]
-    except ImportError:
-        isolation = []
+    # Build offline with this environment's setuptools when it can make wheels (setuptools 70.1
+    # and later, or the wheel package); otherwise let pip fetch the build requirements.
+    can_build = (importlib.util.find_spec("setuptools.command.bdist_wheel") is not None
+                 if importlib.util.find_spec("setuptools") else False)
+    can_build = can_build or importlib.util.find_spec("wheel") is not None
+    isolation = ["--no-build-isolation", "--no-index"] if can_build else []
     build = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
                             *isolation, "--target", str(target), str(ROOT)],
                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
