@@ -98,36 +98,36 @@ class Launch:
     reads the kernel's start and end from the profiling event.
     """
 
-    __slots__ = ("kernel", "device", "event", "_last", "_job", "_ms")
+    __slots__ = ("kernel", "device", "event", "_last", "_pending", "_ms", "_count", "_copies")
 
-    def __init__(self, kernel, device, event, last, job):
+    def __init__(self, kernel, device):
         self.kernel = kernel
         self.device = device
-        self.event = event
-        self._last = last
-        self._job = job
+        self.event = None  # the kernel's event; None when nothing ran (an empty global size)
+        self._last = None  # the last command of the launch: the kernel or its last copy back
+        self._pending = False
         self._ms = None
+        self._count = None  # while converting arguments: element count of the first array
+        self._copies = None  # (buffer, target array, contiguous staging array) to copy back
 
     def wait(self) -> "Launch":
         """Block until the kernel and its copies back have finished."""
-        job = self._job
-        if job is not None:
-            self._job = None
+        if self._pending:
+            self._pending = False
             try:
-                if self._last is not None:
-                    self._last.wait()
+                self._last.wait()
             except cl.Error as exc:
                 raise LaunchError(f"kernel {self.kernel} failed on {self.device}: {exc}") from exc
-            job.finish()
+            for _, target, staging in self._copies or ():
+                if staging is not target:  # a target that could not be copied into directly
+                    target[...] = staging
         return self
 
     @property
     def done(self) -> bool:
         """Whether the launch has finished (without waiting)."""
-        if self._job is None:
-            return True
-        status = self._last.command_execution_status if self._last is not None else 0
-        return status == cl.command_execution_status.COMPLETE
+        return not self._pending or \
+            self._last.command_execution_status == cl.command_execution_status.COMPLETE
 
     @property
     def kernel_ms(self) -> float:
@@ -141,25 +141,8 @@ class Launch:
         return self._ms
 
     def __repr__(self):
-        state = f"{self.kernel_ms:.3f} ms" if self._job is None else "running"
+        state = "running" if self._pending else f"{self.kernel_ms:.3f} ms"
         return f"<Launch {self.kernel} on {self.device.id}: {state}>"
-
-
-class _Job:
-    """What one call uploads and must copy back."""
-
-    __slots__ = ("queue", "count", "copies")
-
-    def __init__(self, queue):
-        self.queue = queue
-        self.count = None  # element count of the first array argument
-        self.copies = None  # (buffer, target array, contiguous staging array)
-
-    def finish(self):
-        """After the copies back: fill targets that could not be copied into directly."""
-        for _, target, staging in self.copies or ():
-            if staging is not target:
-                target[...] = staging
 
 
 class _Bound:
@@ -240,7 +223,8 @@ class Kernel:
         -------
         Launch
         """
-        bound = self._bind(self._pick(device, args, queue))
+        dev = self._pick(device, args, queue)
+        bound = self._bound.get(dev) or self._bind(dev)
         convert = bound.convert
         if len(args) != len(convert):
             names = ", ".join(p.declared for p in bound.params)
@@ -251,22 +235,28 @@ class Kernel:
         elif queue.context != bound.rt.context:
             raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context; "
                                      f"make it with clkit.runtime(device).new_queue()")
-        job = _Job(queue)
-        cl_args = [conv(arg, job) for conv, arg in zip(convert, args)]
-        gsize = _sizes(global_size, "global_size", self.name) if global_size is not None \
-            else _default_global(job, self.name)
+        launch = Launch(self, bound.device)
+        cl_args = [conv(arg, launch) for conv, arg in zip(convert, args)]
+        if global_size is not None:
+            gsize = _sizes(global_size, "global_size", self.name)
+        elif launch._count is not None:
+            gsize = (launch._count,)
+        else:
+            raise ArgumentTypeError(f"kernel {self.name}: no array argument to take the global "
+                                    "size from; pass global_size=")
         lsize = None if local_size is None else _check_local(bound, gsize, local_size)
         if 0 in gsize:
-            return Launch(self, bound.device, None, None, _Done)
+            launch._copies = None
+            return launch
         try:
             with bound.lock:
-                event = bound.knl(queue, gsize, lsize, *cl_args)
-            last = event
-            for buf, _, staging in job.copies or ():
-                last = cl.enqueue_copy(queue, staging, buf, is_blocking=False)
+                launch.event = launch._last = bound.knl(queue, gsize, lsize, *cl_args)
+            if launch._copies:
+                for buf, _, staging in launch._copies:
+                    launch._last = cl.enqueue_copy(queue, staging, buf, is_blocking=False)
         except cl.Error as exc:
             raise _launch_error(exc, bound, gsize, lsize) from exc
-        launch = Launch(self, bound.device, event, last, job)
+        launch._pending = True
         collect = _recording.get()
         if collect is not None:
             collect.append(launch)
@@ -281,8 +271,9 @@ class Kernel:
             rt = runtime_of_queue(queue)
             if rt is not None:
                 return rt.device
-        if self.program.device is not None:
-            return select(self.program.device)
+        home = self.program.device
+        if home is not None:
+            return home if isinstance(home, Device) else select(home)
         for arg in args:
             if isinstance(arg, cl_array.Array):
                 rt = runtime_of_array(arg)
@@ -307,14 +298,6 @@ class Kernel:
         return bound
 
 
-class _DoneJob:
-    def finish(self):
-        pass
-
-
-_Done = _DoneJob()
-
-
 def _sizes(value, what: str, kernel: str) -> tuple:
     sizes = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
     if not 1 <= len(sizes) <= 3 or not all(
@@ -323,13 +306,6 @@ def _sizes(value, what: str, kernel: str) -> tuple:
         raise ArgumentValueError(f"kernel {kernel}: {what} must be a non-negative int or a tuple "
                                  f"of 1 to 3 of them, got {value!r}")
     return tuple(int(s) for s in sizes)
-
-
-def _default_global(job: _Job, kernel: str) -> tuple:
-    if job.count is None:
-        raise ArgumentTypeError(f"kernel {kernel}: no array argument to take the global size "
-                                "from; pass global_size=")
-    return (job.count,)
 
 
 def _check_local(bound: _Bound, gsize: tuple, local_size) -> tuple:
@@ -381,12 +357,12 @@ def _converter(bound: _Bound, index: int, p: Param):
     return _vector_converter(bound, p)
 
 
-def _passthrough(value, job):
+def _passthrough(value, launch):
     return value
 
 
 def _local_converter(bound, p):
-    def convert(value, job):
+    def convert(value, launch):
         if isinstance(value, LocalMemory):
             return value._cl
         if isinstance(value, cl.LocalMemory):
@@ -411,15 +387,15 @@ def _pointer_converter(bound, p):
                 f"{bound.where(p)}: got a {what} of dtype {arr_dtype}; pass dtype {dtype} "
                 f"(e.g. x.astype(np.{dtype.name}))")
 
-    def count(size, job):
+    def count(size, launch):
         if size % stride:
             raise ArgumentValueError(
                 f"{bound.where(p)}: {size} elements is not a whole number of {p.type_name} "
                 f"(each takes {stride} {dtype.name if dtype is not None else 'values'})")
-        if job.count is None:
-            job.count = size // stride
+        if launch._count is None:
+            launch._count = size // stride
 
-    def convert(value, job):
+    def convert(value, launch):
         if isinstance(value, cl_array.Array):
             if value.dtype != dtype:
                 check_dtype(value.dtype, "device array")
@@ -433,7 +409,9 @@ def _pointer_converter(bound, p):
                     f"{bound.where(p)}: the device array is a strided view (strides "
                     f"{value.strides}); a kernel takes contiguous memory: pass a contiguous "
                     "device array, or the data as a numpy array (clkit copies numpy views)")
-            count(value.size, job)
+            size = value.size
+            if size % stride or launch._count is None:
+                count(size, launch)
             if value.offset:
                 if value.offset % base_align:
                     raise ArgumentValueError(
@@ -448,15 +426,15 @@ def _pointer_converter(bound, p):
                                              "copy (a.copy())") from exc
             return value.base_data
         if isinstance(value, np.ndarray):
-            return upload(value, job)
+            return upload(value, launch)
         if isinstance(value, cl.MemoryObjectHolder) or value is None:
             return value
         raise ArgumentTypeError(f"{bound.where(p)}: pass a numpy array or a device array, not "
                                 f"{type(value).__name__}")
 
-    def upload(arr, job):
+    def upload(arr, launch):
         check_dtype(arr.dtype, "numpy array")
-        count(arr.size, job)
+        count(arr.size, launch)
         if writes and not arr.flags.writeable:
             raise ArgumentValueError(f"{bound.where(p)}: the kernel writes this array but it is "
                                      "read-only; pass a writeable array (e.g. a copy)")
@@ -477,9 +455,9 @@ def _pointer_converter(bound, p):
         except cl.Error as exc:
             raise _launch_error(exc, bound, (), None) from exc
         if writes:
-            if job.copies is None:
-                job.copies = []
-            job.copies.append((buf, arr, staging))
+            if launch._copies is None:
+                launch._copies = []
+            launch._copies.append((buf, arr, staging))
         return buf
 
     return convert
@@ -518,13 +496,13 @@ def _scalar_converter(bound, p):
         info = np.iinfo(dtype)
         lo, hi = info.min, info.max
 
-        def convert(value, job):
+        def convert(value, launch):
             if type(value) is int and lo <= value <= hi:  # the common case, checked quickly
                 return value
             return _number(bound, p, value, dtype)
         return convert
 
-    def convert_float(value, job):
+    def convert_float(value, launch):
         return _number(bound, p, value, dtype)
     return convert_float
 
@@ -532,7 +510,7 @@ def _scalar_converter(bound, p):
 def _vector_converter(bound, p):
     dtype = p.dtype
 
-    def convert(value, job):
+    def convert(value, launch):
         values = np.asarray(value).ravel() if not isinstance(value, (int, float)) else None
         if values is None or values.size != p.width:
             raise ArgumentTypeError(f"{bound.where(p)}: pass {p.width} numbers (a tuple or an "

@@ -1,0 +1,82 @@
+"""Launch overhead, clkit against raw pyopencl, with the two variants interleaved.
+
+    python benchmarks/launch_overhead.py [DEVICE] [--rounds 101] [--calls 200]
+
+The pytest-benchmark groups of test_launch_overhead.py run one variant after
+the other; on a CPU driver the cost of waking its threads drifts from minute
+to minute by more than the difference being measured.  Here each round times
+CALLS launches of clkit, then CALLS of raw pyopencl (same kernel source, same
+queue, device arrays, scalar types declared as fast pyopencl code does), and
+the medians over the rounds are compared.  Two pairs: waiting for each kernel
+(clkit's default; raw: ``.wait()`` on the event) and enqueueing only
+(``wait=False``; raw: the call alone, the queue finished after each round).
+Last, clkit's own work per call alone: the enqueue replaced by a stub.
+"""
+
+import argparse
+import time
+
+import numpy as np
+import pyopencl as cl
+
+import clkit
+
+SRC = "__kernel void nothing(__global float* a, __global const float* b, const uint n) { }"
+N = 1 << 16
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("device", nargs="?", default=None)
+    ap.add_argument("--rounds", type=int, default=101)
+    ap.add_argument("--calls", type=int, default=200)
+    opts = ap.parse_args(argv)
+    dev = clkit.select(opts.device)
+    rt = clkit.runtime(dev)
+    queue = rt.queue
+    a = clkit.to_device(np.zeros(N, np.float32), device=dev)
+    b = clkit.to_device(np.zeros(N, np.float32), device=dev)
+    knl = clkit.Program.from_source(SRC, device=dev).nothing
+    raw = cl.Kernel(cl.Program(rt.context, SRC).build(), "nothing")
+    raw.set_scalar_arg_dtypes([None, None, np.uint32])
+
+    pairs = {
+        "wait": (lambda: knl(a, b, N),
+                 lambda: raw(queue, (N,), None, a.data, b.data, N).wait()),
+        "enqueue only": (lambda: knl(a, b, N, wait=False),
+                         lambda: raw(queue, (N,), None, a.data, b.data, N)),
+    }
+
+    def per_call_us(fn):
+        t0 = time.perf_counter()
+        for _ in range(opts.calls):
+            fn()
+        queue.finish()
+        return (time.perf_counter() - t0) / opts.calls * 1e6
+
+    print(f"{dev}, {opts.rounds} rounds of {opts.calls} calls of each, interleaved; medians")
+    print(f"{'variant':14} {'clkit us':>9} {'raw us':>9} {'ratio':>6} {'ratio/round':>12}")
+    for name, (ours, theirs) in pairs.items():
+        for _ in range(50):  # warm-up
+            ours(), theirs()
+        queue.finish()
+        mine, raws = [], []
+        for _ in range(opts.rounds):
+            mine.append(per_call_us(ours))
+            raws.append(per_call_us(theirs))
+        mine, raws = np.array(mine), np.array(raws)
+        print(f"{name:14} {np.median(mine):9.2f} {np.median(raws):9.2f} "
+              f"{np.median(mine) / np.median(raws):6.2f} {np.median(mine / raws):12.2f}")
+
+    bound = knl._bind(dev)
+    enqueue, bound.knl = bound.knl, lambda *args: None
+    try:
+        alone = np.median([per_call_us(lambda: knl(a, b, N, wait=False))
+                           for _ in range(opts.rounds)])
+    finally:
+        bound.knl = enqueue
+    print(f"clkit's own work per call (the enqueue stubbed out): {alone:.2f} us")
+
+
+if __name__ == "__main__":
+    main()
