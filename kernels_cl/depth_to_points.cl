@@ -48,8 +48,7 @@
  * Requires n < 2^32 - WG * PPW.
  */
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+#include "clkit.h"
 
 #define DEFAULT_PPW_ushort 8
 #define DEFAULT_PPW_float 4
@@ -70,14 +69,14 @@
 #error "depth_to_points.cl: WG must be a power of two"
 #endif
 #ifndef PPW
-#define PPW CAT(DEFAULT_PPW_, T)
+#define PPW CLK_CAT(DEFAULT_PPW_, T)
 #endif
 #if PPW == 1
 #define VT T
 #define VF float
 #elif PPW == 2 || PPW == 4 || PPW == 8 || PPW == 16
-#define VT CAT(T, PPW)
-#define VF CAT(float, PPW)
+#define VT CLK_CAT(T, PPW)
+#define VF CLK_CAT(float, PPW)
 #else
 #error "depth_to_points.cl: PPW must be 1, 2, 4, 8 or 16"
 #endif
@@ -122,7 +121,7 @@ inline uint group_exclusive_scan(const uint x, __local uint* s)
 /* z = depth / depth_scale for the work-item's PPW pixels (one vector division). */
 inline VF depth_to_z(const VT d, const float depth_scale)
 {
-    return CAT(convert_, VF)(d) / depth_scale;
+    return CLK_CAT(convert_, VF)(d) / depth_scale;
 }
 
 /* Number of valid pixels among the work-item's PPW pixels. */

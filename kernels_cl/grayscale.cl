@@ -44,8 +44,7 @@
  * of min, max and clamp wrongly for every lane but the first.
  */
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+#include "clkit.h"
 
 #define IS_UCHAR_uchar 1
 #define IS_FLOAT_float 1
@@ -60,14 +59,14 @@
 #error "grayscale.cl: CN must be 3 (RGB) or 4 (RGBA)"
 #endif
 
-#if CAT(IS_UCHAR_, T)
+#if CLK_CAT(IS_UCHAR_, T)
 #define BLOCK 16
-#elif CAT(IS_FLOAT_, T)
+#elif CLK_CAT(IS_FLOAT_, T)
 #define BLOCK 4
 #else
 #error "grayscale.cl: T must be uchar or float"
 #endif
-#if CAT(IS_UCHAR_, T) && !defined(__ENDIAN_LITTLE__)
+#if CLK_CAT(IS_UCHAR_, T) && !defined(__ENDIAN_LITTLE__)
 #undef PPW
 #define PPW 1 /* the uchar vector path reads bytes out of 32-bit words, little-endian */
 #endif
@@ -78,7 +77,7 @@
 #error "grayscale.cl: PPW must be 1 or a multiple of 16 (uchar) / 4 (float)"
 #endif
 
-#if CAT(IS_UCHAR_, T)
+#if CLK_CAT(IS_UCHAR_, T)
 #define FIX_SHIFT 15
 #define FIX_ONE 32768.0f
 #define FIX_HALF (1 << (FIX_SHIFT - 1))

@@ -43,12 +43,8 @@
 #define T float
 #endif
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+#include "clkit.h"
 #define IS_DOUBLE_double 1
-#if CAT(IS_DOUBLE_, T)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
 
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -61,13 +57,13 @@
 
 #if PPW > 1
 /* Comparisons of T vectors yield masks of the same lane width: int for float, long for double. */
-#if CAT(IS_DOUBLE_, T)
-#define VM CAT(long, PPW)
+#if CLK_CAT(IS_DOUBLE_, T)
+#define VM CLK_CAT(long, PPW)
 #else
-#define VM CAT(int, PPW)
+#define VM CLK_CAT(int, PPW)
 #endif
-#define VT CAT(T, PPW)
-#define VI CAT(int, PPW)
+#define VT CLK_CAT(T, PPW)
+#define VI CLK_CAT(int, PPW)
 #if PPW == 2
 #define LANES (VM)(0, 1)
 #elif PPW == 4
@@ -117,7 +113,7 @@ __kernel void mandelbrot(__global int* restrict counts,
     out[u] = n;
 #else
     const VM u = (VM)first + LANES;
-    const VT cr = select(CAT(convert_, VT)(u) * dx + xmin, (VT)xmax,
+    const VT cr = select(CLK_CAT(convert_, VT)(u) * dx + xmin, (VT)xmax,
                          (u == (VM)(width - 1)) & (VM)(width > 1 ? -1 : 0));
     const VT civ = (VT)ci;
     VT zr = 0, zi = 0, zr2 = 0, zi2 = 0;
@@ -134,9 +130,9 @@ __kernel void mandelbrot(__global int* restrict counts,
     }
     /* A row starts at any multiple of width, so the store is only element-aligned (vstore);
      * counts are a tiny fraction of the work. */
-    const VI nn = CAT(convert_, VI)(n);
+    const VI nn = CLK_CAT(convert_, VI)(n);
     if (first + PPW <= width) {
-        CAT(vstore, PPW)(nn, 0, out + first);
+        CLK_CAT(vstore, PPW)(nn, 0, out + first);
     } else {
         const int* lane_n = (const int*)&nn;
         for (int k = 0; k < width - first; ++k)

@@ -3,7 +3,7 @@
  *
  * Build-time defines
  *   T    element type (required): char uchar short ushort int uint long ulong float double.
- *        double needs cl_khr_fp64; the pragma is emitted only for that type.
+ *        double needs cl_khr_fp64 (clkit.h enables it where the device has it).
  *   VW   elements per work-item: 1, 2, 4, 8 or 16. Default: as many as fill 16 bytes
  *        (16 chars, 8 shorts, 4 ints or floats, 2 longs or doubles), the widest load of a GPU
  *        thread. On a CPU, 64 bytes (one AVX-512 register: VW=16 for float) measured faster.
@@ -31,13 +31,11 @@
  * unsigned type (as_*) for the addition, where wrap-around is defined, not undefined behaviour.
  */
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+#include "clkit.h"
 
 /* Per-type facts the preprocessor cannot compute from a type name: pasted onto T. */
 #define IS_FLOAT_float 1
 #define IS_FLOAT_double 1
-#define IS_DOUBLE_double 1
 #define UNSIGNED_char uchar
 #define UNSIGNED_uchar uchar
 #define UNSIGNED_short ushort
@@ -61,12 +59,8 @@
 #error "vector_add.cl: define the element type, e.g. -D T=float"
 #endif
 
-#if CAT(IS_DOUBLE_, T)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 #ifndef VW
-#define VW CAT(WIDTH16_, T)
+#define VW CLK_CAT(WIDTH16_, T)
 #endif
 
 #if VW == 1
@@ -74,26 +68,26 @@
 #define LOADV(i, p) ((p)[i])
 #define STOREV(v, i, p) ((p)[i] = (v))
 #elif VW == 2 || VW == 4 || VW == 8 || VW == 16
-#define VT CAT(T, VW)
+#define VT CLK_CAT(T, VW)
 #define LOADV(i, p) (((__global const VT*)(p))[i])
 #define STOREV(v, i, p) (((__global VT*)(p))[i] = (v))
 #else
 #error "vector_add.cl: VW must be 1, 2, 4, 8 or 16"
 #endif
 
-#if CAT(IS_FLOAT_, T)
+#if CLK_CAT(IS_FLOAT_, T)
 #define ADDV(x, y) ((x) + (y))
 #define ADDS(x, y) ((x) + (y))
 #else
-#define UT CAT(UNSIGNED_, T)
+#define UT CLK_CAT(UNSIGNED_, T)
 #if VW == 1
 #define UVT UT
 #else
-#define UVT CAT(UT, VW)
+#define UVT CLK_CAT(UT, VW)
 #endif
 /* The casts back to the unsigned type undo C's promotion of char/short scalars to int. */
-#define ADDV(x, y) CAT(as_, VT)((UVT)(CAT(as_, UVT)(x) + CAT(as_, UVT)(y)))
-#define ADDS(x, y) CAT(as_, T)((UT)(CAT(as_, UT)(x) + CAT(as_, UT)(y)))
+#define ADDV(x, y) CLK_CAT(as_, VT)((UVT)(CLK_CAT(as_, UVT)(x) + CLK_CAT(as_, UVT)(y)))
+#define ADDS(x, y) CLK_CAT(as_, T)((UT)(CLK_CAT(as_, UT)(x) + CLK_CAT(as_, UT)(y)))
 #endif
 
 __kernel void vector_add(__global const T* restrict a,
