@@ -6,8 +6,8 @@
  *   CN   components per input pixel: 3 (RGB, the default) or 4 (RGBA; alpha is loaded, unused).
  *   PPW  pixels per work-item: 1, or a multiple of the vector block (16 pixels for uchar, 4 for
  *        float). Default: one block, which on a GPU means CN 16-byte loads and one 16-byte store
- *        per work-item. On a CPU 4 blocks per work-item measured fastest with PoCL (PPW=64 for
- *        uchar, 16 for float): fewer work-items, less per-work-item overhead.
+ *        per work-item. On a CPU 16 blocks per work-item measured fastest with PoCL (PPW=256 for
+ *        uchar, 64 for float): fewer work-items, less per-work-item overhead.
  *
  * Launch (1-D)
  *   n = height * width pixels; src holds n*CN components, dst n, both C-contiguous and starting

@@ -170,10 +170,13 @@ def grayscale(image, weights="bt601", out=None, device=None):
     block = 16 if dtype == np.uint8 else 4  # pixels per 16-byte access
 
     def launch(rt, srcs, dst, queue):
-        ppw = block if rt.device.type == "gpu" else 4 * block
+        # GPU: one block per work-item, so that a warp reads contiguous spans. CPU: 16 blocks
+        # per work-item in groups of 64 measured fastest on PoCL (fewer, longer work-items).
+        gpu = rt.device.type == "gpu"
+        ppw, group = (block, GROUP) if gpu else (16 * block, 64)
         n = dst.size
         prg = program("grayscale", T=CL_TYPES[dtype], CN=channels, PPW=ppw)
-        prg.grayscale(srcs[0], dst, n, wr, wg, wb, global_size=round_up(-(-n // ppw), GROUP),
-                      local_size=GROUP, device=rt.device, wait=False, queue=queue)
+        prg.grayscale(srcs[0], dst, n, wr, wg, wb, global_size=round_up(-(-n // ppw), group),
+                      local_size=group, device=rt.device, wait=False, queue=queue)
 
     return apply(func, device, [image], out, image.shape[:2], dtype, launch)
