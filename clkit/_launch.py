@@ -246,8 +246,7 @@ class Kernel:
                                     "size from; pass global_size=")
         lsize = None if local_size is None else _check_local(bound, gsize, local_size)
         if 0 in gsize:
-            launch._copies = None
-            return launch
+            return launch  # nothing to run: not pending, so nothing to wait for or copy back
         try:
             with bound.lock:
                 launch.event = launch._last = bound.knl(queue, gsize, lsize, *cl_args)
