@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pyopencl as cl
 
 from . import _icd, _oclgrind
-from ._errors import DeviceNotFoundError, NoOpenCLError
+from ._errors import ArgumentTypeError, DeviceNotFoundError, NoOpenCLError
 
 TYPES = ("gpu", "cpu", "accelerator")
 _TYPE_RANK = {"gpu": 0, "cpu": 1}
@@ -273,7 +273,8 @@ def select(spec=None) -> Device:
                 return d
         raise DeviceNotFoundError(f"the pyopencl device {spec.name!r} is not visible to clkit")
     if not isinstance(spec, str):
-        raise TypeError(f"a device spec is a clkit.Device or a string, not {type(spec).__name__}")
+        raise ArgumentTypeError(f"a device spec is a clkit.Device or a string, not "
+                                f"{type(spec).__name__}")
     return _matches(spec, candidates, what="device spec")[0]
 
 

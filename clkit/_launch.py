@@ -148,7 +148,8 @@ class Launch:
 class _Bound:
     """A kernel's per-device state: the pyopencl kernel and the converters."""
 
-    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "convert", "max_group")
+    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "convert", "max_group",
+                 "local_args", "local_room")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
@@ -162,8 +163,15 @@ class _Bound:
         self.knl.set_scalar_arg_dtypes([
             p.dtype if not p.pointer and p.width == 1 and p.dtype is not None else None
             for p in self.params])
-        self.max_group = self.knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
-                                                      rt.device.cl_device)
+        info = cl.kernel_work_group_info
+        self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, rt.device.cl_device)
+        # __local arguments share what the kernel's own __local variables leave (asked before
+        # any argument is set, the driver reports those alone); a driver may abort rather than
+        # refuse a launch that asks for more.
+        self.local_args = [i for i, p in enumerate(self.params) if p.address == "local"]
+        if self.local_args:
+            self.local_room = rt.device.local_mem - self.knl.get_work_group_info(
+                info.LOCAL_MEM_SIZE, rt.device.cl_device)
 
     def where(self, param: Param) -> str:
         return f"kernel {self.name}, parameter {param.name!r} ({param.declared})"
@@ -237,6 +245,8 @@ class Kernel:
                                      f"make it with clkit.runtime(device).new_queue()")
         launch = Launch(self, bound.device)
         cl_args = [conv(arg, launch) for conv, arg in zip(convert, args)]
+        if bound.local_args:
+            _check_local_memory(bound, cl_args)
         if global_size is not None:
             gsize = _sizes(global_size, "global_size", self.name)
         elif launch._count is not None:
@@ -298,7 +308,13 @@ class Kernel:
 
 
 def _sizes(value, what: str, kernel: str) -> tuple:
-    sizes = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if isinstance(value, (int, np.integer)):
+        sizes = (value,)
+    else:
+        try:
+            sizes = tuple(value)
+        except TypeError:
+            sizes = ()
     if not 1 <= len(sizes) <= 3 or not all(
             isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
             for s in sizes):
@@ -327,6 +343,15 @@ def _check_local(bound: _Bound, gsize: tuple, local_size) -> tuple:
             f"kernel {bound.name}: a work-group of {math.prod(lsize)} work-items is over this "
             f"kernel's limit of {bound.max_group} on {bound.device}")
     return lsize
+
+
+def _check_local_memory(bound: _Bound, cl_args: list):
+    asked = sum(cl_args[i].size for i in bound.local_args)
+    if asked > bound.local_room:
+        raise ArgumentValueError(
+            f"kernel {bound.name}: its __local arguments ask for {_size(asked)} per work-group, "
+            f"and {bound.device} has {_size(max(bound.local_room, 0))} of local memory left for "
+            "them (beside the kernel's own __local variables); pass smaller LocalMemory sizes")
 
 
 def _launch_error(exc, bound: _Bound, gsize, lsize) -> Exception:
@@ -426,8 +451,9 @@ def _pointer_converter(bound, p):
             return value.base_data
         if isinstance(value, np.ndarray):
             return upload(value, launch)
-        if isinstance(value, cl.MemoryObjectHolder) or value is None:
+        if isinstance(value, cl.MemoryObjectHolder):
             return value
+        # None would pass a null pointer, which the kernel would dereference and crash on.
         raise ArgumentTypeError(f"{bound.where(p)}: pass a numpy array or a device array, not "
                                 f"{type(value).__name__}")
 

@@ -165,6 +165,12 @@ __kernel void fill(__global int* out, const uchar u, const uint n, const long l,
 { out[get_global_id(0)] = (int)u + (int)n + (int)l + (int)f + (int)d; }
 __kernel void copy(__global const float* src, __global float* dst)
 { dst[get_global_id(0)] = src[get_global_id(0)]; }
+__kernel void stage(__global float* a, __local float* tmp)
+{
+    tmp[get_local_id(0)] = a[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a[get_global_id(0)] = tmp[get_local_size(0) - 1 - get_local_id(0)];
+}
 """
 
 OK_SCALARS = (1, 2, 3, 4.0, 5.0)
@@ -214,6 +220,16 @@ LAUNCH_MISTAKES = [
     ("negative-global-size", lambda k, d: k.copy(np.zeros(4, np.float32), np.zeros(4, np.float32),
                                                  global_size=-4), ArgValue,
      r"global_size must be a non-negative int"),
+    ("float-global-size", lambda k, d: k.copy(np.zeros(4, np.float32), np.zeros(4, np.float32),
+                                              global_size=4.0), ArgValue,
+     r"global_size must be a non-negative int or a tuple of 1 to 3 of them, got 4.0"),
+    ("none-for-pointer", lambda k, d: k.copy(None, np.zeros(4, np.float32)), ArgType,
+     r"'src' \(__global const float\* src\): pass a numpy array or a device array, not "
+     r"NoneType"),
+    ("local-memory-beyond-the-device", lambda k, d: k.stage(
+        np.zeros(4, np.float32), clkit.LocalMemory(d.local_mem + 4), local_size=4), ArgValue,
+     r"kernel stage: its __local arguments ask for .* per work-group, and .* has .* of local "
+     r"memory left for them .*pass smaller LocalMemory sizes"),
     ("zero-local-size", lambda k, d: k.copy(np.zeros(4, np.float32), np.zeros(4, np.float32),
                                             local_size=0), ArgValue,
      r"not a multiple of local_size 0"),
@@ -252,6 +268,12 @@ def test_scalars_at_their_limits_pass(user_kernels):
     out = np.zeros(2, np.int32)
     user_kernels.fill(out, np.uint8(255), 2**32 - 1, -2**63, np.float32(3.4e38), -1e308)
     user_kernels.fill(out, 0, np.uint32(0), np.int64(7), float("nan"), float("-inf"))
+
+
+def test_local_memory_within_the_device_runs(user_kernels):
+    a = np.arange(12, dtype=np.float32)
+    user_kernels.stage(a, clkit.LocalMemory(4 * 4), local_size=4)
+    np.testing.assert_array_equal(a, np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::-1].ravel())
 
 
 PROGRAM_MISTAKES = [
