@@ -8,9 +8,12 @@ thread or :class:`Program` object, get the same build.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyopencl as cl
 
@@ -19,7 +22,7 @@ from ._devices import Device
 from ._errors import BuildError
 from ._runtime import runtime
 from ._signature import Param, from_arg_info, query_arg_info
-from ._source import Source
+from ._source import Source, library_dir
 
 # "file:12:5:" as clang-based compilers (PoCL, Oclgrind, NVIDIA) print locations.
 _LOCATION = re.compile(r"(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):")
@@ -88,21 +91,27 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
         binary, meta = cached
         try:
             prg = cl._cl._Program(rt.context, [device.cl_device], [binary])
-            prg.build(opts.encode(), [device.cl_device])
+            prg._build(options=opts.encode(), devices=[device.cl_device])
             signatures = {name: from_arg_info(info, device.cl_device.address_bits)
                           for name, info in meta["kernels"].items()}
             return Built(prg, device, signatures, meta.get("log", ""), "disk",
                          time.perf_counter() - start)
         except (cl.Error, KeyError, TypeError, ValueError):
             pass  # a binary the driver refuses is rebuilt from source and overwritten below
-    # The unwrapped program object: pyopencl.Program would consult pyopencl's own
-    # cache and, after a failure, rebuild when asked for the log.
+    # The unwrapped program object and build: pyopencl.Program would consult pyopencl's own
+    # cache and, after a failure, rebuild when asked for the log; and its build warns of any
+    # log in terms of a temporary file. clkit raises or warns itself, with the user's lines.
     prg = cl._cl._Program(rt.context, source.text)
     try:
-        prg.build(opts.encode(), [device.cl_device])
+        prg._build(options=opts.encode(), devices=[device.cl_device])
     except cl.Error as exc:
         raise _build_error(source, options, device, prg, exc) from exc
     log = _log(prg, device)
+    if log and not _in_library(source):
+        # The library's logs are the compiler declining to unroll the loops of large masks.
+        warnings.warn(f"{source.origin} built for {device} with compiler messages:\n"
+                      f"{_mapped(source, log)[0]}", cl.CompilerWarning,
+                      stacklevel=_caller_outside_clkit())
     names = [n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
     infos = {name: query_arg_info(cl.Kernel(prg, name)) for name in names}
     binary = prg.get_info(cl.program_info.BINARIES)[0]
@@ -119,10 +128,21 @@ def _log(prg, device) -> str:
         return ""
 
 
-def _build_error(source: Source, options: tuple, device: Device, prg, exc) -> BuildError:
-    raw = _log(prg, device) or str(exc)
-    if not raw:
-        raw = str(exc)
+def _caller_outside_clkit() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside the package."""
+    package = str(Path(__file__).parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _in_library(source: Source) -> bool:
+    return Path(source.origin).parent == library_dir()
+
+
+def _mapped(source: Source, raw: str) -> tuple[str, list]:
+    """A compiler log with its locations in the original files, and those (file, line)s."""
     places = []
 
     def remap(m):
@@ -130,7 +150,14 @@ def _build_error(source: Source, options: tuple, device: Device, prg, exc) -> Bu
         places.append((file, line))
         return f"{file}:{line}:{m.group('col')}:"
 
-    log = _LOCATION.sub(remap, raw)
+    return _LOCATION.sub(remap, raw), places
+
+
+def _build_error(source: Source, options: tuple, device: Device, prg, exc) -> BuildError:
+    raw = _log(prg, device) or str(exc)
+    if not raw:
+        raw = str(exc)
+    log, places = _mapped(source, raw)
     quoted = []
     for file in dict.fromkeys(f for f, _ in places):
         lines = source.files.get(file, [])

@@ -6,7 +6,8 @@ pyopencl passes to the driver:
 
 - ``__global``/``__constant`` pointers take a numpy array (checked against
   the element type, uploaded, and copied back after the kernel when the
-  pointer is not ``const``), a device array (used in place) or a buffer;
+  pointer is not ``const``), a device array (used in place), a buffer, or
+  ``None`` for a null pointer (an optional buffer the kernel tests for);
 - ``__local`` pointers take :class:`LocalMemory`;
 - by-value parameters take Python or numpy numbers, range-checked and
   converted to the declared type (vectors take a sequence).
@@ -451,9 +452,8 @@ def _pointer_converter(bound, p):
             return value.base_data
         if isinstance(value, np.ndarray):
             return upload(value, launch)
-        if isinstance(value, cl.MemoryObjectHolder):
+        if isinstance(value, cl.MemoryObjectHolder) or value is None:
             return value
-        # None would pass a null pointer, which the kernel would dereference and crash on.
         raise ArgumentTypeError(f"{bound.where(p)}: pass a numpy array or a device array, not "
                                 f"{type(value).__name__}")
 

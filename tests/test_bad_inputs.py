@@ -223,9 +223,6 @@ LAUNCH_MISTAKES = [
     ("float-global-size", lambda k, d: k.copy(np.zeros(4, np.float32), np.zeros(4, np.float32),
                                               global_size=4.0), ArgValue,
      r"global_size must be a non-negative int or a tuple of 1 to 3 of them, got 4.0"),
-    ("none-for-pointer", lambda k, d: k.copy(None, np.zeros(4, np.float32)), ArgType,
-     r"'src' \(__global const float\* src\): pass a numpy array or a device array, not "
-     r"NoneType"),
     ("local-memory-beyond-the-device", lambda k, d: k.stage(
         np.zeros(4, np.float32), clkit.LocalMemory(d.local_mem + 4), local_size=4), ArgValue,
      r"kernel stage: its __local arguments ask for .* per work-group, and .* has .* of local "

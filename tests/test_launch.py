@@ -1,10 +1,14 @@
 """The uniform launch API, with user kernels in temporary .cl files, on every device."""
 
+import warnings
+
 import numpy as np
 import pyopencl as cl
 import pytest
+from scipy import ndimage
 
 import clkit
+from clkit import kernels
 
 SAXPY = """
 __kernel void saxpy(const float alpha, __global const float* x, __global float* y)
@@ -208,6 +212,47 @@ def test_build_error_in_an_included_header(device, write_cl):
         clkit.load(path).build(device)
     assert f"{path.parent / 'bad.h'}:2:" in str(err.value)
     assert "missing_name" in str(err.value)
+
+
+def test_none_is_a_null_pointer_for_optional_buffers(device):
+    prg = clkit.Program.from_source(
+        "__kernel void scale(__global float* a, __global const float* by)\n"
+        "{ size_t i = get_global_id(0); a[i] = by ? a[i] * by[0] : -a[i]; }", device=device)
+    a = np.arange(7, dtype=np.float32)
+    prg.scale(a, None)
+    np.testing.assert_array_equal(a, -np.arange(7, dtype=np.float32))
+    prg.scale(a, np.array([3], np.float32))
+    np.testing.assert_array_equal(a, -3 * np.arange(7, dtype=np.float32))
+
+
+def test_compiler_messages_of_a_user_file_warn_with_its_lines(device, write_cl, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setenv("CLKIT_CACHE_DIR", str(tmp_path / "cache"))  # compile, not a cached binary
+    path = write_cl("__kernel void k(__global int* x)\n{\n#warning check this line\n"
+                    "    x[0] = 1;\n}\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = clkit.load(path).build(device)
+    ours = [w for w in caught if issubclass(w.category, cl.CompilerWarning)]
+    if not built.log:  # a driver that keeps quiet about #warning: nothing to pass on
+        assert not ours
+        return
+    (warning,) = ours
+    assert f"{path}:3:" in str(warning.message) and "check this line" in str(warning.message)
+    assert warning.filename == __file__  # pointed at the caller, not at clkit
+
+
+def test_library_builds_keep_their_compiler_messages_to_themselves(device, tmp_path,
+                                                                   monkeypatch):
+    # sigma 29.75: 239 taps a side, a size no other test builds, so it compiles here; more than
+    # the CPU variant's loops can unroll, which PoCL's compiler reports in its log
+    monkeypatch.setenv("CLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    image = np.arange(15, dtype=np.float32).reshape(3, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = kernels.gaussian_blur(image, 29.75, device=device)
+    np.testing.assert_allclose(result, ndimage.gaussian_filter(image, 29.75), rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_missing_source_file():
