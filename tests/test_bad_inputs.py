@@ -379,6 +379,14 @@ def test_an_allocation_beyond_any_memory(device):
         clkit.empty(3, object, device=device)
 
 
+
+def test_a_result_beyond_the_host_address_space(device):
+    # 10^14 int32 pixels: 364 TiB, more than any x86-64 or arm64 process can map
+    with pytest.raises(MemoryError, match=r"a result of shape \(10000000, 10000000\) and dtype "
+                                          r"int32 needs 363.80 TiB of host memory"):
+        ck.mandelbrot(10**7, 10**7, device=device)
+
+
 # -- unusual but valid: views, empties, sigma 0, device slices ----------------------------------
 
 def views(array):

@@ -16,7 +16,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .. import _transfer
-from .._array import check_alloc
+from .._array import _size, check_alloc
 from .._devices import Device, select, select_many
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._program import Program, load
@@ -173,8 +173,13 @@ OUTPUT_ALIGN = 128
 def aligned_empty(shape, dtype, align: int = OUTPUT_ALIGN) -> np.ndarray:
     """An uninitialised numpy array whose data starts on an ``align``-byte boundary."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + align, np.uint8)
+    nbytes = math.prod(shape) * dtype.itemsize
+    try:
+        raw = np.empty(nbytes + align, np.uint8)
+    except MemoryError:
+        raise MemoryError(f"a result of shape {tuple(shape)} and dtype {dtype} needs "
+                          f"{_size(nbytes)} of host memory, more than this machine can "
+                          "allocate") from None
     start = -raw.ctypes.data % align
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
