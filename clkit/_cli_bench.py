@@ -17,6 +17,7 @@ import pyopencl as cl
 
 from . import _bench
 from ._cli import UsageError, command
+from ._cli_images import _positive_int
 from ._devices import select_many
 
 
@@ -25,16 +26,6 @@ def _size(text):
         return _bench.parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _repeat(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
-    return value
 
 
 def _output_folder(path: str, option: str) -> None:
@@ -131,7 +122,7 @@ def _configure(p):
     p.add_argument("--size", type=_size, default=_bench.PRESETS["default"],
                    help="small (seconds), default (the issue's: 3840x2160 images, 2^24 "
                         "vectors, 1920x1080 mandelbrot), gpu (7680x4320, 2^26), or WxH")
-    p.add_argument("--repeat", type=_repeat, default=15, metavar="N",
+    p.add_argument("--repeat", type=_positive_int, default=15, metavar="N",
                    help="timed runs per variant after one warm-up (fewer for slow ones, "
                         "at least 3; default 15)")
     p.add_argument("--json", metavar="FILE", help="write every number and the machine to FILE")

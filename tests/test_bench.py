@@ -123,7 +123,7 @@ def error_line(proc):
     (["--device", "cpu", "nosuchkernel"], "unknown kernel 'nosuchkernel'"),
     (["--size", "huge"], "size must be one of small, default, gpu or WxH"),
     (["--size", "0x10"], "size must be one of"),
-    (["--repeat", "0"], "must be at least 1"),
+    (["--repeat", "0"], "must be 1 or more"),
     (["--repeat", "many"], "must be a whole number"),
     (["--device", "nosuchdevice"], "nosuchdevice"),
     (["--json", "/nonexistent-folder/x.json"], "does not exist"),
