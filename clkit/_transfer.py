@@ -131,7 +131,7 @@ def staging(rt, queue) -> Staging:
 
 def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
     """Copy ``host`` into device buffer ``dst``, staged through pinned memory when large."""
-    if host.nbytes < SMALL:
+    if host.nbytes < SMALL or rt.device.unified_memory:  # one plain copy on a CPU driver
         cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=True)
     else:
         staging(rt, queue).upload(queue, dst, host, offset)
@@ -139,7 +139,7 @@ def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None
 
 def download(rt, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
     """Copy device buffer ``src`` into ``host`` (blocking), staged when large."""
-    if host.nbytes < SMALL:
+    if host.nbytes < SMALL or rt.device.unified_memory:
         cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
     else:
         staging(rt, queue).download(queue, src, host, offset)

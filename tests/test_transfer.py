@@ -6,6 +6,10 @@ import pytest
 
 import clkit
 from clkit import _transfer
+from clkit import kernels as ck
+
+from _reference import (assert_close_scaled, assert_mostly_equal, convolve_reference,
+                        filter_ulps, gray_reference, mandelbrot_reference, skip_on_simulator)
 
 
 @pytest.mark.parametrize("nbytes", [1, 4096, 1_000_003, 5 * 65536 + 17])
@@ -33,3 +37,55 @@ def test_staged_multidimensional_and_typed(device, rng):
     back = np.zeros_like(host)
     staging.download(rt.queue, buf, back)
     np.testing.assert_array_equal(back, host)
+
+
+# -- the library's numpy-in, numpy-out calls as they run on a GPU --------------------------------
+
+@pytest.fixture
+def discrete(device, monkeypatch):
+    """``device`` as if its memory were its own (a GPU's), with the staged copies counted.
+
+    CPU drivers share memory with the host, so clkit uses numpy memory in place there and the
+    staged path only runs on GPUs; this fixture makes it run here too.
+    """
+    skip_on_simulator(device, "megabytes of staged data")
+    saved = device.unified_memory
+    object.__setattr__(device, "unified_memory", False)
+    staged = {"upload": 0, "download": 0}
+
+    def counted(name):
+        original = getattr(_transfer.Staging, name)
+
+        def run(self, *args, **kwargs):
+            staged[name] += 1
+            return original(self, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(_transfer.Staging, "upload", counted("upload"))
+    monkeypatch.setattr(_transfer.Staging, "download", counted("download"))
+    try:
+        yield device, staged
+    finally:
+        object.__setattr__(device, "unified_memory", saved)
+
+
+def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng):
+    device, staged = discrete
+    a = rng.random(1 << 19, dtype=np.float32)  # 2 MiB: above the 1 MiB staging threshold
+    b = rng.random(1 << 19, dtype=np.float32)
+    np.testing.assert_array_equal(ck.vector_add(a, b, device=device), a + b)
+    assert staged == {"upload": 2, "download": 1}
+
+    image = rng.random((601, 700, 3), dtype=np.float32)  # 5 MiB in, 1.6 MiB out
+    assert_close_scaled(ck.grayscale(image, device=device), gray_reference(image, "bt601"),
+                        gray_reference(np.abs(image), "bt601"), what="grayscale")
+
+    flat = image[..., 0].copy()
+    mask = rng.standard_normal((5, 5)).astype(np.float32)
+    expected, scale = convolve_reference(flat, mask)
+    assert_close_scaled(ck.convolve(flat, mask, device=device), expected, scale,
+                        ulps=filter_ulps(25), what="convolve")
+
+    assert_mostly_equal(ck.mandelbrot(801, 700, max_iter=64, device=device),
+                        mandelbrot_reference(801, 700, max_iter=64))
+    assert staged == {"upload": 4, "download": 4}  # every input and result above 1 MiB

@@ -212,13 +212,18 @@ def upload(rt: Runtime, host: np.ndarray, queue=None, align: int = INPUT_ALIGN):
     return arr
 
 
-def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None):
-    """A device array for a result that will end in ``host`` (or a new device array)."""
+def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None,
+                  align: int = OUTPUT_ALIGN):
+    """A device array for a result that will end in ``host`` (or a new device array).
+
+    On devices that share memory with the host, the buffer is ``host``'s own
+    memory when that is aligned to ``align`` bytes (the kernel's widest store).
+    """
     queue = queue or rt.queue
     nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     check_alloc(rt, nbytes, "output")
     if (host is not None and nbytes and rt.device.unified_memory and host.flags.c_contiguous
-            and host.ctypes.data % OUTPUT_ALIGN == 0):
+            and host.ctypes.data % align == 0):
         flags = cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR
         buf = cl.Buffer(rt.context, flags, hostbuf=host)
         arr = cl_array.Array(queue, shape, dtype, data=buf)
@@ -290,6 +295,9 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
     only (the first axis).  Numpy inputs give a numpy result (``out`` if
     given); device arrays give a device array.  Several devices, and inputs
     larger than a device, are run in bands of rows (see ``_bands``).
+    ``align`` is the kernel's widest load or store in bytes: on devices that
+    share memory with the host, numpy inputs and outputs aligned to it are
+    used in place.
     """
     from . import _bands  # the band machinery builds on this module
     on_device = is_device_array(inputs[0])
@@ -321,14 +329,14 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
         if len(devices) == 1 and fits(devices[0], *hosts, result):
             rt = runtime(devices[0])
             srcs = [upload(rt, x, align=align) for x in hosts]
-            dst = device_output(rt, result, shape, dtype)
+            dst = device_output(rt, result, shape, dtype, align=align)
             launch(rt, srcs, dst, rt.queue)
             download(dst, result)
         else:
             def band(rt, queue, r0, r1):
                 srcs = [upload(rt, x[r0:r1], queue, align=align) for x in hosts]
                 part = result[r0:r1]
-                dst = device_output(rt, part, part.shape, dtype, queue)
+                dst = device_output(rt, part, part.shape, dtype, queue, align=align)
                 launch(rt, srcs, dst, queue)
                 download(dst, part)
 
