@@ -17,9 +17,8 @@ it makes its inputs once and hands out :class:`Variant` s, one call each:
   numpy in and numpy out, transfers included, timed by the wall clock.
 
 Every variant runs once to warm up (builds, caches, first touch of memory),
-then up to ``repeat`` times within a time budget (at least 3 runs), in
-rounds that run each variant of the case once in turn; the median is
-reported.  Effective bandwidth counts the bytes a kernel must move
+then up to ``repeat`` times within a time budget (at least 3 runs); the
+median is reported.  Effective bandwidth counts the bytes a kernel must move
 at least (stated per case: grayscale 4 B/pixel, convolve 8 B/pixel,
 vector_add 12 B/element), in GB/s of 10^9 bytes.
 """
@@ -219,9 +218,8 @@ class Timing:
         return statistics.median(self.times_ms)
 
 
-def warm_up(variant: Variant, repeat: int, budget_s: float = BUDGET_S) -> tuple[Timing, int]:
-    """Call once (builds, caches, first touch); returns the timing so far and the runs to do:
-    ``repeat``, fewer when they would exceed the budget (at least ``MIN_RUNS``)."""
+def measure(variant: Variant, repeat: int, budget_s: float = BUDGET_S) -> Timing:
+    """Warm up once, then time ``repeat`` calls (fewer when they would exceed the budget)."""
     warm, result, _ = variant.time_once()
     estimate = warm
     if warm * repeat > budget_s * 1e3:
@@ -229,39 +227,12 @@ def warm_up(variant: Variant, repeat: int, budget_s: float = BUDGET_S) -> tuple[
         # judge the cost of a call by a second one.
         estimate = min(warm, variant.time_once()[0])
     runs = min(repeat, max(MIN_RUNS, int(budget_s * 1e3 / max(estimate, 1e-3))))
-    return Timing([], warm, [], result), runs
-
-
-def measure(variants: list, repeat: int, budget_s: float = BUDGET_S,
-            progress: Callable[[str], None] | None = None) -> list:
-    """Time each variant, in rounds that call every variant once in turn.
-
-    A slow spell of a shared machine then falls on all variants of a case
-    alike instead of on whichever ran during it.  Returns, per variant, its
-    :class:`Timing` or the exception it raised.
-    """
-    timings, runs = [], []
-    for variant in variants:
-        if progress:
-            progress(variant.label)
-        try:
-            timing, n = warm_up(variant, repeat, budget_s)
-        except Exception as exc:  # reported in the table; the other variants still run
-            timing, n = exc, 0
-        timings.append(timing)
-        runs.append(n)
-    for round_ in range(max(runs, default=0)):
-        for i, variant in enumerate(variants):
-            if round_ >= runs[i] or not isinstance(timings[i], Timing):
-                continue
-            try:
-                ms, _, wall = variant.time_once()
-            except Exception as exc:
-                timings[i] = exc
-                continue
-            timings[i].times_ms.append(ms)
-            timings[i].wall_ms.append(wall)
-    return timings
+    timing = Timing([], warm, [], result)
+    for _ in range(runs):
+        ms, _, wall = variant.time_once()
+        timing.times_ms.append(ms)
+        timing.wall_ms.append(wall)
+    return timing
 
 
 def _host(x) -> np.ndarray:
@@ -1217,14 +1188,14 @@ def run_case(case: Case, devices, repeat: int, budget_s: float = BUDGET_S,
     for variant in variants:
         if isinstance(variant, tuple):
             record["unavailable"][variant[0]] = variant[1]
-    variants = [v for v in variants if not isinstance(v, tuple)]
-    timings = measure(variants, repeat, budget_s,
-                      progress and (lambda label: progress(f"{case.id}: {label}")))
-    for variant, timing in zip(variants, timings):
-        error = check = None
-        if isinstance(timing, Exception):
-            error = " ".join(f"{type(timing).__name__}: {timing}".split())[:300]
-            timing = None
+            continue
+        if progress:
+            progress(f"{case.id}: {variant.label}")
+        timing = error = check = None
+        try:
+            timing = measure(variant, repeat, budget_s)
+        except Exception as exc:  # reported in the table; the other variants still run
+            error = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         if timing is not None and variant.key == case.reference:
             reference = timing.result
         elif (timing is not None and reference is not None
