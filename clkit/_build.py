@@ -155,8 +155,6 @@ def _mapped(source: Source, raw: str) -> tuple[str, list]:
 
 def _build_error(source: Source, options: tuple, device: Device, prg, exc) -> BuildError:
     raw = _log(prg, device) or str(exc)
-    if not raw:
-        raw = str(exc)
     log, places = _mapped(source, raw)
     quoted = []
     for file in dict.fromkeys(f for f, _ in places):
