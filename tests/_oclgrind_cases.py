@@ -365,6 +365,16 @@ def _gaussian_zero(dev):
           filter_ulps(11), "gaussian_blur sigma (0, 1.1)")
 
 
+@case("convolve", *[one(f"gaussian_blur[rolled-37-taps-{mode}]", mode)
+                    for mode in ("reflect", "constant")])
+def _gaussian_rolled(dev, mode):
+    """Passes of more than MAX_UNROLL_1D (32) taps: the rolled loops with unaligned loads."""
+    from clkit.kernels import gaussian_blur
+    img = image((5, 45))
+    check_gaussian(gaussian_blur(img, 4.5, mode=mode, cval=0.25, device=dev), img, 4.5, mode,
+                   0.25)
+
+
 # -- gpu: the GPU variants, with Oclgrind reporting itself a GPU ------------------------------
 
 GPU_CONVOLVE = [one(f"gpu-convolve[{mode}-{kind}]", mode, kind) for mode in MODES
