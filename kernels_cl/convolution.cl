@@ -42,6 +42,8 @@
  *   SKIP_ZERO_TAPS, TAPS_USED, ROW_TAPS_USED, COL_TAPS_USED
  *               leave out the taps of weight 0, as scipy does (see "Taps of weight 0" below)
  *   CONV_VARIANT  CONV_CPU (default) or CONV_GPU, with their own tuning defines below.
+ *   PASSES      1: only convolve_2d; 2: only convolve_rows and convolve_cols (the separable
+ *               path); undefined: all three. A program builds only what its path launches.
  */
 #include "clkit.h"
 
@@ -63,6 +65,11 @@
 #ifndef MASK_SPACE
 #define MASK_SPACE __constant
 #endif
+#ifndef PASSES
+#define PASSES 0
+#endif
+#define WITH_DIRECT (PASSES != 2)
+#define WITH_SEPARABLE (PASSES != 1)
 
 /*
  * Taps of weight 0. scipy.ndimage.convolve leaves them out of its sum, so a NaN or an infinity
@@ -402,6 +409,7 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
     }
 }
 
+#if WITH_DIRECT
 /* Global size: (ceil(width * CHANNELS / RUN), ceil(out_rows / ROWS)), each rounded up to a
  * multiple of the local size; any local size. */
 __kernel void convolve_2d(__global const SRC_T* restrict src,
@@ -412,7 +420,9 @@ __kernel void convolve_2d(__global const SRC_T* restrict src,
 {
     cpu_correlate(src, rowmap, mask, dst, width, out_rows, cval, KH, 1);
 }
+#endif
 
+#if WITH_SEPARABLE
 /* mask: the KW row taps. Global size as convolve_2d with n_rows for out_rows. */
 __kernel void convolve_rows(__global const SRC_T* restrict src,
                             MASK_SPACE const ACC_T* restrict mask,
@@ -485,6 +495,7 @@ __kernel void convolve_cols(__global const ACC_T* restrict tmp,
         store_run(dst + (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0);
     }
 }
+#endif /* WITH_SEPARABLE */
 
 #elif CONV_VARIANT == CONV_GPU
 /*
@@ -644,6 +655,7 @@ CLK_INLINE void gpu_correlate(__local ACC_T* tile,
     store_block(dst, acc, width * CHANNELS, out_rows);
 }
 
+#if WITH_DIRECT
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_2d(__global const SRC_T* restrict src,
                  __global const int* restrict rowmap,
@@ -654,7 +666,9 @@ void convolve_2d(__global const SRC_T* restrict src,
     __local ACC_T tile[(OUT_H + KH_CHUNK - 1) * (OUT_W + HALO_L + HALO_R)];
     gpu_correlate(tile, src, rowmap, mask, dst, width, out_rows, cval, KH, KH_CHUNK, 1);
 }
+#endif
 
+#if WITH_SEPARABLE
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_rows(__global const SRC_T* restrict src,
                    MASK_SPACE const ACC_T* restrict mask,
@@ -703,6 +717,7 @@ void convolve_cols(__global const ACC_T* restrict tmp,
     }
     store_block(dst, acc, rowlen, out_rows);
 }
+#endif /* WITH_SEPARABLE */
 
 #else
 #error "CONV_VARIANT must be CONV_CPU or CONV_GPU"

@@ -228,9 +228,9 @@ class Filter:
         options = ()
         if self.corr.size * self.acc.itemsize > device.cl_device.max_constant_buffer_size:
             defines["MASK_SPACE"] = "__global"
-        geometry = _geometry(device, kh, kw, self.channels, self.acc.itemsize,
-                             self.two_pass(device))
-        defines.update(geometry.defines)
+        two_pass = self.two_pass(device)
+        geometry = _geometry(device, kh, kw, self.channels, self.acc.itemsize, two_pass)
+        defines.update(geometry.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
         if device.simulator:
             # Oclgrind 21.10: its uninitialised-value check misreads register permutes, and
