@@ -171,7 +171,7 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
  * separable passes count their own taps (KW, KH), not KH * KW. Measured on PoCL 3.1 (AVX-512),
  * 3840x2160 float32: unrolling a 9x9 mask takes 13.5 ms against 19-23 rolled, but a Gaussian's
  * passes of 81 taps take 39 ms unrolled against 33 rolled (241 taps: 154 against 89, and 9 s of
- * build against 1.5 s; some sizes, 239 and 243 taps, still take 9-10 s to build rolled).
+ * build against 1.5 s; some sizes, 239 and 243 taps, still take 7 s to build rolled).
  *
  * The first and last runs of a row, and constant-mode rows outside the image, copy the folded
  * source span of each mask row into a private buffer and run the taps on that.
