@@ -23,6 +23,7 @@ from clkit import _transfer
 from clkit import kernels as ck
 from clkit._launch import recording
 from clkit.kernels import _convolve
+from scale import median_ms  # benchmarks/ is the script's folder, first on sys.path
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
 gpus = clkit.devices("gpu")
@@ -57,16 +58,6 @@ def torch_ms(fn, n=30):
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e))
     return float(np.median(times))
-
-
-def wall(fn, n=5):
-    fn()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
 
 
 H, W = 4320, 7680
@@ -122,17 +113,17 @@ big = rng.random(1 << 28, dtype=np.float32)
 nb = big.nbytes
 dbuf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nb)
 back = np.empty_like(big)
-res["staged_h2d_GBs"] = nb / wall(lambda: (_transfer.upload(rt, q, dbuf, big), q.finish())) / 1e6
-res["staged_d2h_GBs"] = nb / wall(lambda: _transfer.download(rt, q, dbuf, back)) / 1e6
+res["staged_h2d_GBs"] = nb / median_ms(lambda: (_transfer.upload(rt, q, dbuf, big), q.finish())) / 1e6
+res["staged_d2h_GBs"] = nb / median_ms(lambda: _transfer.download(rt, q, dbuf, back)) / 1e6
 assert np.array_equal(back, big)
 tp = torch.from_numpy(big).pin_memory()
 td = torch.empty_like(tp, device="cuda")
-res["torch_pinned_h2d_GBs"] = nb / wall(lambda: (td.copy_(tp, non_blocking=True),
+res["torch_pinned_h2d_GBs"] = nb / median_ms(lambda: (td.copy_(tp, non_blocking=True),
                                                 torch.cuda.synchronize())) / 1e6
-res["torch_pinned_d2h_GBs"] = nb / wall(lambda: (tp.copy_(td, non_blocking=True),
+res["torch_pinned_d2h_GBs"] = nb / median_ms(lambda: (tp.copy_(td, non_blocking=True),
                                                 torch.cuda.synchronize())) / 1e6
-res["gray_e2e_ms"] = wall(lambda: ck.grayscale(img, device=dev))
-res["conv5_e2e_ms"] = wall(lambda: ck.convolve(f, m5, device=dev))
+res["gray_e2e_ms"] = median_ms(lambda: ck.grayscale(img, device=dev))
+res["conv5_e2e_ms"] = median_ms(lambda: ck.convolve(f, m5, device=dev))
 
 if len(gpus) >= 2:
     two = [g.id for g in gpus[:2]]
@@ -140,8 +131,8 @@ if len(gpus) >= 2:
     f16 = rng.random((16384, 16384), dtype=np.float32)
     for name, fn in (("gray16k", lambda d: ck.grayscale(img16, device=d)),
                      ("conv5_16k", lambda d: ck.convolve(f16, m5, device=d))):
-        res[f"{name}_1gpu_ms"] = wall(lambda: fn(dev), 3)
-        res[f"{name}_2gpu_ms"] = wall(lambda: fn(two), 3)
+        res[f"{name}_1gpu_ms"] = median_ms(lambda: fn(dev), 3)
+        res[f"{name}_2gpu_ms"] = median_ms(lambda: fn(two), 3)
         assert np.allclose(fn(dev), fn(two))
 
 gbs = lambda nbytes, ms: nbytes / ms / 1e6  # noqa: E731
