@@ -220,21 +220,8 @@ def _depth_device(dev):
 @case("basic", one("launch[user-kernel-local-memory-strided]"))
 def _user_kernel(dev):
     import clkit
-    prg = clkit.Program.from_source("""
-    __kernel void block_sums(__global const float* x, __global float* sums, __local float* tmp)
-    {
-        size_t lid = get_local_id(0), n = get_local_size(0);
-        tmp[lid] = x[get_global_id(0)];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (size_t step = n / 2; step > 0; step /= 2) {
-            if (lid < step) tmp[lid] += tmp[lid + step];
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        if (lid == 0) sums[get_group_id(0)] = tmp[0];
-    }
-    __kernel void saxpy(const float a, __global const float* x, __global float* y)
-    { size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }
-    """, name="<oclgrind-user>")
+    from _reference import BLOCK_SUMS, SAXPY
+    prg = clkit.Program.from_source(BLOCK_SUMS + SAXPY, name="<oclgrind-user>")
     x = image((64 * 3,))
     sums = np.zeros(3, np.float32)
     prg.block_sums(x, sums, clkit.LocalMemory(64 * 4), local_size=64, device=dev)

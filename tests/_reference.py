@@ -2,7 +2,7 @@
 
 Nothing here imports clkit's kernels: the references follow SPEC.md, and
 scipy/OpenCV where the SPEC names them, so that the tests are a real check of
-``clkit.kernels``.
+``clkit.kernels``.  Also the user kernels that several test modules launch.
 """
 
 from __future__ import annotations
@@ -21,6 +21,32 @@ EPS32 = float(np.finfo(np.float32).eps)
 WEIGHTS = {"bt601": (0.299, 0.587, 0.114), "bt709": (0.2126, 0.7152, 0.0722)}
 
 MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
+
+
+# -- user kernels ---------------------------------------------------------------------------------
+
+SAXPY = """
+__kernel void saxpy(const float alpha, __global const float* x, __global float* y)
+{
+    size_t i = get_global_id(0);
+    y[i] = alpha * x[i] + y[i];
+}
+"""
+
+#: One sum per work-group, through local memory and barriers.
+BLOCK_SUMS = """
+__kernel void block_sums(__global const float* x, __global float* sums, __local float* tmp)
+{
+    size_t lid = get_local_id(0), n = get_local_size(0);
+    tmp[lid] = x[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t step = n / 2; step > 0; step /= 2) {
+        if (lid < step) tmp[lid] += tmp[lid + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) sums[get_group_id(0)] = tmp[0];
+}
+"""
 
 
 # -- device helpers ------------------------------------------------------------------------------

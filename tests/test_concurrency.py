@@ -25,16 +25,10 @@ import scipy.ndimage
 
 import clkit
 import clkit.kernels as ck
-from _reference import mandelbrot_reference, pinhole_reference
+from _reference import SAXPY, mandelbrot_reference, pinhole_reference
 
 pytestmark = pytest.mark.reliability
 REPO = Path(__file__).resolve().parents[1]
-
-SAXPY = """
-__kernel void saxpy(const float a, __global const float* x, __global float* y)
-{ size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }
-"""
-
 
 def run_threads(count, work):
     """Run ``work(index)`` on ``count`` threads started together; return their exceptions."""

@@ -9,13 +9,8 @@ import pytest
 import clkit
 from clkit import _build
 
-SAXPY = """
-__kernel void saxpy(const float alpha, __global const float* x, __global float* y)
-{
-    size_t i = get_global_id(0);
-    y[i] = alpha * x[i] + y[i];
-}
-"""
+from _reference import BLOCK_SUMS, SAXPY
+
 
 
 @pytest.fixture
@@ -108,23 +103,10 @@ def test_device_array_picks_the_device(device):
 
 
 def test_local_memory_reduction(device, rng):
-    src = """
-    __kernel void block_sums(__global const float* x, __global float* sums, __local float* tmp)
-    {
-        size_t lid = get_local_id(0), n = get_local_size(0);
-        tmp[lid] = x[get_global_id(0)];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (size_t step = n / 2; step > 0; step /= 2) {
-            if (lid < step) tmp[lid] += tmp[lid + step];
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        if (lid == 0) sums[get_group_id(0)] = tmp[0];
-    }
-    """
     group = 64
     x = rng.standard_normal(group * 13).astype(np.float32)
     sums = np.zeros(13, np.float32)
-    clkit.Program.from_source(src).block_sums(x, sums, clkit.LocalMemory(group * 4),
+    clkit.Program.from_source(BLOCK_SUMS).block_sums(x, sums, clkit.LocalMemory(group * 4),
                                               global_size=x.size, local_size=group,
                                               device=device)
     np.testing.assert_allclose(sums, x.reshape(13, group).sum(axis=1), rtol=1e-4, atol=1e-5)
