@@ -705,16 +705,17 @@ class ConvolveCase(_FilterCase):
 
 
 class GaussianBlurCase(_FilterCase):
-    id = kernel = "gaussian_blur"
+    kernel = "gaussian_blur"
     torch_title = "torch 2x conv2d"
-    SIGMA = 2.0
 
-    def __init__(self, sizes):
+    def __init__(self, sizes, sigma: float = 2.0):
         super().__init__(sizes)
+        self.sigma = sigma
+        self.id = "gaussian_blur" if sigma == 2.0 else f"gaussian_blur_sigma{sigma:g}"
         self.w, self.h = sizes.image
         self.count = self.w * self.h
-        self.taps = gaussian_taps(self.SIGMA)
-        self.title = (f"gaussian_blur sigma {self.SIGMA:g} ({self.taps.size} taps) float32 "
+        self.taps = gaussian_taps(sigma)
+        self.title = (f"gaussian_blur sigma {sigma:g} ({self.taps.size} taps) float32 "
                       f"{self.w}x{self.h}, reflect")
 
     def _inputs(self, rng):
@@ -740,7 +741,7 @@ class GaussianBlurCase(_FilterCase):
         image = self.data["image"]
         out = np.empty_like(image)
         return Variant("scipy", "scipy.ndimage.gaussian_filter",
-                       lambda: ndimage.gaussian_filter(image, self.SIGMA, output=out,
+                       lambda: ndimage.gaussian_filter(image, self.sigma, output=out,
                                                        mode="reflect"))
 
     def _b_cv2(self):
@@ -749,8 +750,8 @@ class GaussianBlurCase(_FilterCase):
         out = np.empty_like(image)
         k = self.taps.size
         return Variant("cv2", "cv2.GaussianBlur (BORDER_REFLECT)",
-                       lambda: cv2.GaussianBlur(image, (k, k), self.SIGMA, dst=out,
-                                                sigmaY=self.SIGMA,
+                       lambda: cv2.GaussianBlur(image, (k, k), self.sigma, dst=out,
+                                                sigmaY=self.sigma,
                                                 borderType=cv2.BORDER_REFLECT))
 
     def _torch_filter(self, torch, dev):
@@ -763,10 +764,10 @@ class GaussianBlurCase(_FilterCase):
 
     def _cupy_filter(self, ndimage, image, out, cupy):
         return ("cupyx.scipy.ndimage.gaussian_filter",
-                lambda: ndimage.gaussian_filter(image, self.SIGMA, output=out, mode="reflect"))
+                lambda: ndimage.gaussian_filter(image, self.sigma, output=out, mode="reflect"))
 
     def _library(self, image, **kw):
-        return kernels.gaussian_blur(image, self.SIGMA, **kw)
+        return kernels.gaussian_blur(image, self.sigma, **kw)
 
 
 class VectorAddCase(Case):
@@ -1077,7 +1078,8 @@ class TransfersCase(Case):
 CASE_TYPES = {
     "grayscale": [GrayscaleCase],
     "convolve": [lambda s: ConvolveCase(s, 5), lambda s: ConvolveCase(s, 9)],
-    "gaussian_blur": [GaussianBlurCase],
+    # sigma 2 is the case; sigma 10 (81 taps) is a wide blur, its passes rolled on CPUs
+    "gaussian_blur": [GaussianBlurCase, lambda s: GaussianBlurCase(s, 10.0)],
     "vector_add": [VectorAddCase],
     "mandelbrot": [MandelbrotCase],
     "depth_to_points": [DepthCase],
@@ -1085,8 +1087,8 @@ CASE_TYPES = {
 }
 ALIASES = {"gray": "grayscale", "blur": "gaussian_blur", "points": "depth_to_points",
            "add": "vector_add"}
-CASE_IDS = ("grayscale", "convolve_5x5", "convolve_9x9", "gaussian_blur", "vector_add",
-            "mandelbrot", "depth_to_points", "transfers")
+CASE_IDS = ("grayscale", "convolve_5x5", "convolve_9x9", "gaussian_blur",
+            "gaussian_blur_sigma10", "vector_add", "mandelbrot", "depth_to_points", "transfers")
 
 
 def make_cases(sizes: Sizes, names=None) -> list[Case]:

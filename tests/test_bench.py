@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-KERNEL_CASES = ("grayscale", "convolve_5x5", "convolve_9x9", "gaussian_blur", "vector_add",
-                "mandelbrot", "depth_to_points")
+FILTER_CASES = ("convolve_5x5", "convolve_9x9", "gaussian_blur", "gaussian_blur_sigma10")
+KERNEL_CASES = ("grayscale", *FILTER_CASES, "vector_add", "mandelbrot", "depth_to_points")
 
 
 def clkit(*args, env=None, timeout=600):
@@ -40,6 +40,7 @@ def test_small_run_prints_every_case_and_the_targets(small_run):
     text = proc.stdout
     for title in ("grayscale RGB->gray uint8 640x360", "convolve 5x5 float32 640x360",
                   "convolve 9x9 float32 640x360", "gaussian_blur sigma 2",
+                  "gaussian_blur sigma 10 (81 taps)",
                   "vector_add float32 1,048,576 elements", "mandelbrot 480x270",
                   "depth_to_points uint16 640x360", "transfers of 4 MiB"):
         assert title in text
@@ -61,14 +62,14 @@ def test_small_run_json_has_every_kernel_and_baseline(small_run):
     cases = {c["id"]: c for c in report["cases"]}
     assert set(KERNEL_CASES) | {"transfers"} == set(cases)
     expected = {cid: {"serial", "numpy", "clkit_kernel", "clkit_e2e"} for cid in KERNEL_CASES}
-    for cid in ("convolve_5x5", "convolve_9x9", "gaussian_blur"):
+    for cid in FILTER_CASES:
         if installed("scipy"):
             expected[cid].add("scipy")
-    for cid in ("grayscale", "convolve_5x5", "convolve_9x9", "gaussian_blur"):
+    for cid in ("grayscale", *FILTER_CASES):
         if installed("cv2"):
             expected[cid].add("cv2")
     if installed("torch"):
-        for cid in ("grayscale", "convolve_5x5", "convolve_9x9", "gaussian_blur", "vector_add"):
+        for cid in ("grayscale", *FILTER_CASES, "vector_add"):
             expected[cid].add("torch")
     for cid, keys in expected.items():
         results = {r["key"]: r for r in cases[cid]["results"]}
