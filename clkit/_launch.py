@@ -281,9 +281,8 @@ class Kernel:
             rt = runtime_of_queue(queue)
             if rt is not None:
                 return rt.device
-        home = self.program.device
-        if home is not None:
-            return home if isinstance(home, Device) else select(home)
+        if self.program.device is not None:
+            return select(self.program.device)
         for arg in args:
             if isinstance(arg, cl_array.Array):
                 rt = runtime_of_array(arg)
