@@ -112,7 +112,9 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
         warnings.warn(f"{source.origin} built for {device} with compiler messages:\n"
                       f"{_mapped(source, log)[0]}", cl.CompilerWarning,
                       stacklevel=_caller_outside_clkit())
-    names = [n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+    # NVIDIA's OpenCL crashes pyopencl when asked for the names of a program without kernels.
+    names = (prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
+             if prg.get_info(cl.program_info.NUM_KERNELS) else [])
     infos = {name: query_arg_info(cl.Kernel(prg, name)) for name in names}
     binary = prg.get_info(cl.program_info.BINARIES)[0]
     _cache.store(entry, binary, {"kernels": infos, "log": log, "options": opts})
