@@ -36,6 +36,7 @@ import contextlib
 import os
 import secrets
 import struct
+import tokenize
 import warnings
 import zlib
 from pathlib import Path
@@ -137,7 +138,8 @@ def _read_npy(path: Path) -> np.ndarray:
             raise ValueError(f"{path}: holds Python objects, not numbers; save a numeric array "
                              "with numpy.save") from None
         raise ValueError(f"{path}: not a valid .npy file, truncated or corrupt ({exc})") from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, SyntaxError, tokenize.TokenError) as exc:
+        # numpy parses the header with Python's tokenizer, whose errors escape from 3.12 on
         raise ValueError(f"{path}: not a valid .npy file, truncated or corrupt ({exc})") from None
     if not isinstance(array, np.ndarray):  # np.load also opens .npz archives, whatever the name
         array.close()

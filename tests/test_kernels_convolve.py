@@ -228,7 +228,26 @@ def check_non_finite(result, image, mask, mode, cval):
                         dtype=result_dtype(image.dtype), ulps=filter_ulps(mask.size), what=what)
 
 
-def zero_tap_case(device, rng, name, mode, cval, shape, variant="cpu"):
+def reporting_as(device, kind):
+    """The device, reporting itself as `kind` while the test runs: a "gpu" picks the CONV_GPU
+    kernels, a "cpu" the CONV_CPU ones (which run on GPUs too)."""
+    actual = device.type
+    object.__setattr__(device, "type", kind)
+    yield device
+    object.__setattr__(device, "type", actual)
+
+
+@pytest.fixture
+def as_cpu(device):
+    yield from reporting_as(device, "cpu")
+
+
+@pytest.fixture
+def as_gpu(device):
+    yield from reporting_as(device, "gpu")
+
+
+def zero_tap_case(device, rng, name, mode, cval, shape):
     from clkit.kernels._convolve import Filter
     make, separable, large = ZERO_TAP_MASKS[name]
     if large:
@@ -238,16 +257,16 @@ def zero_tap_case(device, rng, name, mode, cval, shape, variant="cpu"):
     image = non_finite_image(rng, shape)
     filt = Filter.for_mask("convolve", image, mask, mode, cval)
     assert (filt.factors is not None) == separable
-    assert filt._program(device)[1].variant == variant
+    assert filt._program(device)[1].variant == device.type
     check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=device),
                      image, mask, mode, cval)
 
 
 @pytest.mark.parametrize("mode,cval", ZERO_TAP_MODES, ids=lambda v: str(v))
 @pytest.mark.parametrize("name", list(ZERO_TAP_MASKS))
-def test_convolve_zero_weights_leave_non_finite_values_out(device, rng, name, mode, cval):
+def test_convolve_zero_weights_leave_non_finite_values_out(as_cpu, rng, name, mode, cval):
     # 101 columns: runs inside the row as well as border runs, in both paths
-    zero_tap_case(device, rng, name, mode, cval, (sized(device, 7, 23), 101))
+    zero_tap_case(as_cpu, rng, name, mode, cval, (sized(as_cpu, 7, 23), 101))
 
 
 @pytest.mark.parametrize("name", ["sobel-x", "zero-row-and-column-4x5"])
@@ -470,13 +489,6 @@ def test_gaussian_wrong_arguments(device):
 
 # -- the GPU variant, on every device: CI has no GPU, so it also runs on PoCL and Oclgrind ---
 
-@pytest.fixture
-def as_gpu(device):
-    """The device, reporting itself as a GPU while the test runs (picks the CONV_GPU kernels)."""
-    kind = device.type
-    object.__setattr__(device, "type", "gpu")
-    yield device
-    object.__setattr__(device, "type", kind)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -500,7 +512,7 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
 def test_gpu_variant_zero_weights(as_gpu, rng, name, mode, cval):
     # 70 columns: two work-groups of 64 elements, one whose tile lies inside the row and one
     # that folds; separable masks of up to 81 taps take the direct kernel here
-    zero_tap_case(as_gpu, rng, name, mode, cval, (sized(as_gpu, 7, 37), 70), variant="gpu")
+    zero_tap_case(as_gpu, rng, name, mode, cval, (sized(as_gpu, 7, 37), 70))
 
 
 def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
