@@ -21,10 +21,14 @@ def mpiexec():
     return found
 
 
+# The ranks' device, and the one-process reference's: only the CPU driver unless CLKIT_DEVICE
+# names another (ranks share it, and the simulator would make this slow).
+RANK_DEVICE = os.environ.get("CLKIT_DEVICE", "cpu")
+
+
 def run_mpi(n, *args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    # Only the CPU driver: ranks share it, and the simulator would make this slow.
-    env.setdefault("CLKIT_DEVICE", "cpu")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               CLKIT_DEVICE=RANK_DEVICE)
     return subprocess.run([mpiexec(), "-n", str(n), sys.executable, *args], capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT, env=env)
 
@@ -50,12 +54,13 @@ def test_command_line(tmp_path, ranks, rng):
                   "--mask", "sobel-x", "--mode", "nearest")
     assert run.returncode == 0, run.stderr
     from clkit._cli_images import parse_mask
-    np.testing.assert_array_equal(np.load(out), kernels.convolve(image, parse_mask("sobel-x"),
-                                                                 mode="nearest"))
+    expected = kernels.convolve(image, parse_mask("sobel-x"), mode="nearest", device=RANK_DEVICE)
+    np.testing.assert_array_equal(np.load(out), expected)
     run = run_mpi(ranks, "-m", "clkit.mpi", "blur", str(tmp_path / "in.npy"), str(out),
                   "--sigma", "2")
     assert run.returncode == 0, run.stderr
-    np.testing.assert_array_equal(np.load(out), kernels.gaussian_blur(image, 2.0))
+    expected = kernels.gaussian_blur(image, 2.0, device=RANK_DEVICE)
+    np.testing.assert_array_equal(np.load(out), expected)
 
 
 def test_command_line_errors_end_every_rank(tmp_path):

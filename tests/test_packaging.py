@@ -25,7 +25,9 @@ def test_installed_copy_finds_its_kernels(tmp_path):
     assert (target / "clkit" / "kernels_cl" / "clkit.h").is_file()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(target))
+    # ahead of whatever the environment adds (pyopencl may live on PYTHONPATH)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+        str(target), os.environ.get("PYTHONPATH")])))
     code = ("import clkit, clkit._source as s; print(clkit.__file__); print(s.library_dir()); "
             "print(clkit.load('grayscale').origin)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
