@@ -95,18 +95,24 @@ res["mandel_ms"] = kernel_ms(lambda: ck.mandelbrot(1920, 1080, out=clkit.empty((
                                                                                np.int32,
                                                                                device=dev)))
 
-# The GPU convolution tile, swept (the shipped one is _convolve.GPU_TILE).
-shipped = _convolve.GPU_TILE
-m5 = rng.random((5, 5)).astype(np.float32)
-m9 = rng.random((9, 9)).astype(np.float32)
+# The GPU convolution tile, swept: each tile for every mask, then the shipped choice by mask
+# (_convolve._gpu_tile). Kernel ms of 3x3, 5x5, 7x7, 9x9, 15x15 and Gaussian sigma 2.
+shipped = _convolve._gpu_tile
+sweep_masks = [rng.random((k, k)).astype(np.float32) for k in (3, 5, 7, 9, 15)]
+
+
+def sweep_row():
+    row = [kernel_ms(lambda: ck.convolve(d_f, m, out=d_o), 10) for m in sweep_masks]
+    return row + [kernel_ms(lambda: ck.gaussian_blur(d_f, 2.0, out=d_o), 10)]
+
+
 sweep = {}
-for tile in ((32, 8, 2, 4), (32, 8, 2, 8), (32, 4, 4, 4), (64, 4, 2, 4), (32, 8, 1, 8),
-             (16, 16, 4, 2)):
-    _convolve.GPU_TILE = tile
-    sweep[str(tile)] = (kernel_ms(lambda: ck.convolve(d_f, m5, out=d_o), 10),
-                        kernel_ms(lambda: ck.convolve(d_f, m9, out=d_o), 10))
-_convolve.GPU_TILE = shipped
-res["conv_tile_sweep_ms_5x5_9x9"] = sweep
+for tile in ((32, 4, 4, 4), (32, 4, 8, 4), (32, 4, 4, 6), (32, 8, 4, 4)):
+    _convolve._gpu_tile = lambda kh, kw, separable, tile=tile: tile
+    sweep[str(tile)] = sweep_row()
+_convolve._gpu_tile = shipped
+sweep["shipped"] = sweep_row()
+res["conv_tile_sweep_ms_3_5_7_9_15_gauss2"] = sweep
 
 # numpy in, numpy out
 big = rng.random(1 << 28, dtype=np.float32)
@@ -161,7 +167,9 @@ print(f"staged numpy->device {res['staged_h2d_GBs']:.1f} GB/s "
       f"{res['torch_pinned_d2h_GBs']:.1f})")
 print(f"end to end (numpy in, numpy out): grayscale {res['gray_e2e_ms']:.2f} ms, convolve 5x5 "
       f"{res['conv5_e2e_ms']:.2f} ms")
-print("GPU tile sweep (5x5 ms, 9x9 ms):", sweep)
+print("GPU tile sweep, kernel ms (3x3, 5x5, 7x7, 9x9, 15x15, gaussian sigma 2):")
+for tile, row in sweep.items():
+    print(f"  {tile:14s}", " ".join(f"{t:.4f}" for t in row))
 for name in ("gray16k", "conv5_16k"):
     if f"{name}_2gpu_ms" in res:
         print(f"{name}: 1 GPU {res[name + '_1gpu_ms']:.1f} ms, 2 GPUs {res[name + '_2gpu_ms']:.1f} ms"

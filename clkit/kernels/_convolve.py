@@ -405,24 +405,46 @@ class _Geometry:
         return (gx, gy), (self.lx, self.ly)
 
 
-# GPU work-group (LX, LY) and outputs per work-item (PX along x, 32 apart; PY rows). On the
-# H200, 7680x4320 float32 (benchmarks/gpu_probe.py): (32, 4, 4, 4) 0.134 ms for 5x5 and
-# 0.227 ms for 9x9; (32, 8, 2, 8) 0.140 / 0.235; (32, 8, 2, 4) 0.166 / 0.265.
 GPU_TILE = (32, 4, 4, 4)
+
+
+def _gpu_tile(kh, kw, separable) -> tuple:
+    """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
+
+    Swept on the H200 (7680x4320 float32, kernel ms; 2026-11-30):
+
+    ============  ======  ======  ======  ======================
+    tile          3x3     5x5     9x9     Gaussian sigma 2 (2 passes)
+    ============  ======  ======  ======  ======================
+    32, 4, 4, 4   0.0964  0.1298  0.2212  0.5157
+    32, 4, 8, 4   0.0908  0.1180  0.5147  0.7187
+    32, 4, 4, 6   0.1040  0.1235  0.1960  0.7209
+    32, 8, 4, 4   0.0975  0.1360  0.2337  0.4722
+    ============  ======  ======  ======  ======================
+
+    Larger 2-D masks keep GPU_TILE, which served every size before the sweep.
+    """
+    if separable:
+        return 32, 8, 4, 4
+    if max(kh, kw) <= 5:
+        return 32, 4, 8, 4
+    if max(kh, kw) <= 9:
+        return 32, 4, 4, 6
+    return GPU_TILE
 
 
 def _geometry(device, kh, kw, channels, itemsize, separable) -> _Geometry:
     """The kernel variant for a device: local-memory tiles on GPUs, SIMD runs elsewhere.
 
     CPU variant (PoCL-tuned): runs of VW * NVEC elements, ROWS rows per
-    work-item, NACC accumulators, work-groups of 4.  GPU variant: GPU_TILE
+    work-item, NACC accumulators, work-groups of 4.  GPU variant: `_gpu_tile`'s
     work-groups and outputs per work-item, the mask rows in chunks that fit
-    the local memory.  A mask too wide for a GPU tile
-    falls back to the CPU variant, which runs on GPUs too.
+    the local memory.  A mask too wide for the tile falls back to GPU_TILE,
+    and one too wide for that to the CPU variant, which runs on GPUs too.
     """
-    if device.type == "gpu":
-        lx, ly, px, py = GPU_TILE
-        budget = min(device.local_mem, 48 * 1024) - 1024
+    budget = min(device.local_mem, 48 * 1024) - 1024
+    tiles = dict.fromkeys([_gpu_tile(kh, kw, separable), GPU_TILE]) if device.type == "gpu" else {}
+    for lx, ly, px, py in tiles:
         tile_w = lx * px + (kw - 1) * channels
         chunk = min(kh, budget // (itemsize * tile_w) - ly * py + 1)
         if chunk >= 1 and ly * py * tile_w * itemsize <= budget:
