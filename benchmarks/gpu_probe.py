@@ -99,6 +99,7 @@ res["mandel_ms"] = kernel_ms(lambda: ck.mandelbrot(1920, 1080, out=clkit.empty((
 # (_convolve._gpu_tile). Kernel ms of 3x3, 5x5, 7x7, 9x9, 15x15 and Gaussian sigma 2.
 shipped = _convolve._gpu_tile
 sweep_masks = [rng.random((k, k)).astype(np.float32) for k in (3, 5, 7, 9, 15)]
+m5 = sweep_masks[1]
 
 
 def sweep_row():
