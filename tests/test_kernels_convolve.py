@@ -489,8 +489,6 @@ def test_gaussian_wrong_arguments(device):
 
 # -- the GPU variant, on every device: CI has no GPU, so it also runs on PoCL and Oclgrind ---
 
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shape,mask_shape", [((37, 71), (5, 5)), ((9, 133, 3), (4, 7)),
                                               ((1, 1), (3, 3)), ((70, 5), (9, 2))])

@@ -411,18 +411,11 @@ GPU_TILE = (32, 4, 4, 4)
 def _gpu_tile(kh, kw, separable) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
 
-    Swept on the H200 (7680x4320 float32, kernel ms; 2026-11-30):
-
-    ============  ======  ======  ======  ======================
-    tile          3x3     5x5     9x9     Gaussian sigma 2 (2 passes)
-    ============  ======  ======  ======  ======================
-    32, 4, 4, 4   0.0964  0.1298  0.2212  0.5157
-    32, 4, 8, 4   0.0908  0.1180  0.5147  0.7187
-    32, 4, 4, 6   0.1040  0.1235  0.1960  0.7209
-    32, 8, 4, 4   0.0975  0.1360  0.2337  0.4722
-    ============  ======  ======  ======  ======================
-
-    Larger 2-D masks keep GPU_TILE, which served every size before the sweep.
+    Chosen per mask from the tile sweep of ``benchmarks/gpu_probe.py`` on the H200
+    (docs/benchmarks.md, "The convolution tile"): wider rows of outputs up to 5x5,
+    six rows per work-item up to 9x9, taller work-groups for the two passes of a
+    separable mask; larger 2-D masks keep GPU_TILE (at 15x15 every tile swept
+    took 1.50-1.56 ms).
     """
     if separable:
         return 32, 8, 4, 4
