@@ -126,6 +126,13 @@ def real_devices():
     return [d for d in clkit.devices() if not d.simulator]
 
 
+def first_real_device():
+    devices = real_devices()
+    if not devices:
+        pytest.skip("no device besides the simulator")
+    return devices[0]
+
+
 def test_eight_threads_on_one_device():
     devices = real_devices()
     if not devices:
@@ -270,10 +277,7 @@ def finish(procs, timeout=300):
 
 
 def test_four_processes_build_the_same_program_at_once(tmp_path):
-    devices = real_devices()
-    if not devices:
-        pytest.skip("no device besides the simulator")
-    device = devices[0]
+    device = first_real_device()
     folder = tmp_path / "cache"
     source = MIX.format(nonce=f"{time.time_ns()} {os.getpid()}")
     env = cache_env(folder, device)
@@ -290,10 +294,7 @@ def test_four_processes_build_the_same_program_at_once(tmp_path):
 
 
 def test_readers_never_take_a_torn_entry(tmp_path):
-    devices = real_devices()
-    if not devices:
-        pytest.skip("no device besides the simulator")
-    device = devices[0]
+    device = first_real_device()
     folder = tmp_path / "cache"
     source = MIX.format(nonce=f"torn {time.time_ns()}")
     env = cache_env(folder, device)

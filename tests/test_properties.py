@@ -203,18 +203,27 @@ def image_of(data, shape, dtype, limit=1e3):
     return data.draw(int_arrays(shape, dtype), "image")
 
 
+def runnable(builds, device):
+    """The (mode, dtype, ...) builds a device can run: float64 ones need cl_khr_fp64."""
+    return [b for b in builds if b[1] != np.float64 or device.fp64]
+
+
+def filter_image(data, n, channels, dtype):
+    """An image of 1..n x 1..n pixels, with a channel axis when channels > 1, in any layout."""
+    shape = (data.draw(st.integers(1, n), "h"), data.draw(st.integers(1, n), "w"))
+    shape += (channels,) if channels > 1 else ()
+    return data.draw(laid_out(image_of(data, shape, dtype)), "layout")
+
+
 def test_convolve_equals_scipy(device):
-    builds = [b for b in (CONVOLVE_BUILDS_SIM if device.simulator else CONVOLVE_BUILDS)
-              if b[1] != np.float64 or device.fp64]
+    builds = runnable(CONVOLVE_BUILDS_SIM if device.simulator else CONVOLVE_BUILDS, device)
     n = side(device, 24, 5)
 
     @fuzz(device, 150, 6)
     @given(data=st.data())
     def check(data):
         mode, dtype, channels, (kh, kw), rank1 = data.draw(st.sampled_from(builds), "build")
-        shape = (data.draw(st.integers(1, n), "h"), data.draw(st.integers(1, n), "w"))
-        shape += (channels,) if channels > 1 else ()
-        image = data.draw(laid_out(image_of(data, shape, dtype)), "layout")
+        image = filter_image(data, n, channels, dtype)
         weights = st.floats(-4, 4, allow_subnormal=False)
         if rank1:
             col = np.array(data.draw(st.lists(weights, min_size=kh, max_size=kh)))
@@ -276,17 +285,14 @@ def sigma_for(data, radius, truncate):
 
 
 def test_gaussian_blur_equals_scipy(device):
-    builds = [b for b in (GAUSSIAN_BUILDS_SIM if device.simulator else GAUSSIAN_BUILDS)
-              if b[1] != np.float64 or device.fp64]
+    builds = runnable(GAUSSIAN_BUILDS_SIM if device.simulator else GAUSSIAN_BUILDS, device)
     n = side(device, 24, 5)
 
     @fuzz(device, 120, 5)
     @given(data=st.data())
     def check(data):
         mode, dtype, channels, (ry, rx), truncate = data.draw(st.sampled_from(builds), "build")
-        shape = (data.draw(st.integers(1, n), "h"), data.draw(st.integers(1, n), "w"))
-        shape += (channels,) if channels > 1 else ()
-        image = data.draw(laid_out(image_of(data, shape, dtype)), "layout")
+        image = filter_image(data, n, channels, dtype)
         sy, sx = sigma_for(data, ry, truncate), sigma_for(data, rx, truncate)
         sigma = sy if sy == sx and data.draw(st.booleans(), "one sigma") else (sy, sx)
         cval = data.draw(st.one_of(st.floats(-1e3, 1e3), st.sampled_from(SPECIALS)), "cval")
