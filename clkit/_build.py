@@ -21,7 +21,7 @@ from . import _cache, _oclgrind
 from ._devices import Device
 from ._errors import BuildError
 from ._runtime import runtime
-from ._signature import Param, from_arg_info, query_arg_info
+from ._signature import from_arg_info, query_arg_info
 from ._source import Source, library_dir
 
 # "file:12:5:" as clang-based compilers (PoCL, Oclgrind, NVIDIA) print locations.

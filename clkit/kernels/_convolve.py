@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .._errors import ArgumentTypeError, ArgumentValueError
