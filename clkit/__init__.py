@@ -10,6 +10,7 @@ from ._devices import Device, devices, select
 from ._errors import (ArgumentTypeError, ArgumentValueError, BuildError, ClkitError,
                       DeviceNotFoundError, LaunchError, NoOpenCLError, OutOfDeviceMemoryError)
 from ._launch import Kernel, Launch, LocalMemory
+from ._pinned import is_pinned, pinned_empty, pinned_like
 from ._program import Program, load
 from ._runtime import Runtime, runtime
 
@@ -18,6 +19,6 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "Array", "BuildError", "ClkitError", "Device",
     "DeviceNotFoundError", "Kernel", "Launch", "LaunchError", "LocalMemory", "NoOpenCLError",
-    "OutOfDeviceMemoryError", "Program", "Runtime", "__version__", "devices", "empty", "load",
-    "runtime", "select", "to_device",
+    "OutOfDeviceMemoryError", "Program", "Runtime", "__version__", "devices", "empty", "is_pinned",
+    "load", "pinned_empty", "pinned_like", "runtime", "select", "to_device",
 ]

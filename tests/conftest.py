@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 import clkit
+from clkit import _transfer
 from clkit._devices import select_many
+
+from _reference import skip_on_simulator
 
 
 def _test_devices():
@@ -61,3 +64,31 @@ def cache_dir(tmp_path, monkeypatch):
     _build.forget()
     yield folder
     _build.forget()
+
+
+@pytest.fixture
+def discrete(device, monkeypatch):
+    """``device`` as if its memory were its own (a GPU's), with the staged copies counted.
+
+    CPU drivers share memory with the host, so clkit uses numpy memory in place there and the
+    staged path only runs on GPUs; this fixture makes it run here too.
+    """
+    skip_on_simulator(device, "megabytes of staged data")
+    saved = device.unified_memory
+    object.__setattr__(device, "unified_memory", False)
+    staged = {"upload": 0, "download": 0}
+
+    def counted(name):
+        original = getattr(_transfer.Staging, name)
+
+        def run(self, *args, **kwargs):
+            staged[name] += 1
+            return original(self, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(_transfer.Staging, "upload", counted("upload"))
+    monkeypatch.setattr(_transfer.Staging, "download", counted("download"))
+    try:
+        yield device, staged
+    finally:
+        object.__setattr__(device, "unified_memory", saved)

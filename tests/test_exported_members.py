@@ -31,3 +31,8 @@ def test_errors_form_one_hierarchy():
     assert issubclass(clkit.ArgumentTypeError, TypeError)
     assert issubclass(clkit.ArgumentValueError, ValueError)
     assert issubclass(clkit.OutOfDeviceMemoryError, MemoryError)
+
+
+def test_host_memory_names_are_public():
+    for name in ("pinned_empty", "pinned_like", "is_pinned"):
+        assert name in clkit.__all__ and callable(getattr(clkit, name))

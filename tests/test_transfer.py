@@ -41,34 +41,6 @@ def test_staged_multidimensional_and_typed(device, rng):
 
 # -- the library's numpy-in, numpy-out calls as they run on a GPU --------------------------------
 
-@pytest.fixture
-def discrete(device, monkeypatch):
-    """``device`` as if its memory were its own (a GPU's), with the staged copies counted.
-
-    CPU drivers share memory with the host, so clkit uses numpy memory in place there and the
-    staged path only runs on GPUs; this fixture makes it run here too.
-    """
-    skip_on_simulator(device, "megabytes of staged data")
-    saved = device.unified_memory
-    object.__setattr__(device, "unified_memory", False)
-    staged = {"upload": 0, "download": 0}
-
-    def counted(name):
-        original = getattr(_transfer.Staging, name)
-
-        def run(self, *args, **kwargs):
-            staged[name] += 1
-            return original(self, *args, **kwargs)
-        return run
-
-    monkeypatch.setattr(_transfer.Staging, "upload", counted("upload"))
-    monkeypatch.setattr(_transfer.Staging, "download", counted("download"))
-    try:
-        yield device, staged
-    finally:
-        object.__setattr__(device, "unified_memory", saved)
-
-
 def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng):
     device, staged = discrete
     a = rng.random(1 << 19, dtype=np.float32)  # 2 MiB: above the 1 MiB staging threshold

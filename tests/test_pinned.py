@@ -1,0 +1,124 @@
+"""Pinned host arrays: what they hold, how they are freed, and the library's results with them."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import clkit
+from clkit import _pinned
+from clkit import kernels as ck
+
+from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gray_reference,
+                        raises_argument_error, record_transfers)
+
+
+def test_pinned_empty_is_a_writable_contiguous_array(device):
+    a = clkit.pinned_empty((3, 5), np.float32, device=device)
+    assert isinstance(a, np.ndarray) and a.shape == (3, 5) and a.dtype == np.float32
+    assert a.flags.c_contiguous and a.flags.writeable
+    a[...] = np.arange(15).reshape(3, 5)
+    np.testing.assert_array_equal(a.sum(axis=0), [15, 18, 21, 24, 27])
+    assert clkit.pinned_empty(7, np.uint8, device=device).shape == (7,)
+    assert clkit.pinned_empty((0, 4), np.int16, device=device).shape == (0, 4)
+
+
+def test_views_are_pinned_for_their_device_only(device):
+    a = clkit.pinned_empty((8, 6), np.uint8, device=device)
+    for view in (a, a[2:5], a[:, ::-2], a.reshape(-1), a.view(np.int16), a.T):
+        assert clkit.is_pinned(view) and clkit.is_pinned(view, device)
+    assert not clkit.is_pinned(a.copy())
+    assert not clkit.is_pinned(np.zeros(4))
+    assert not clkit.is_pinned([1, 2])
+    others = [d for d in clkit.devices() if d != device]
+    if others:
+        assert not clkit.is_pinned(a, others[0])
+
+
+def test_pinned_like_copies_values_and_dtype(device, rng):
+    for src in (rng.integers(0, 255, (4, 5, 3), dtype=np.uint8), rng.random(9),
+                np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::-1]):
+        p = clkit.pinned_like(src, device=device)
+        assert p.dtype == src.dtype and p.shape == src.shape and clkit.is_pinned(p, device)
+        np.testing.assert_array_equal(p, src)
+    on_device = clkit.to_device(np.arange(5, dtype=np.float32), device=device)
+    np.testing.assert_array_equal(clkit.pinned_like(on_device, device=device), np.arange(5))
+
+
+def test_memory_is_released_with_the_last_view(device):
+    gc.collect()
+    before = len(_pinned._regions)
+    a = clkit.pinned_empty((64, 64), np.float32, device=device)
+    view = a[10:20]
+    del a
+    gc.collect()
+    assert len(_pinned._regions) == before + 1  # the view still holds the memory
+    view[...] = 2.0
+    assert float(view.sum()) == 2.0 * view.size
+    del view
+    gc.collect()
+    assert len(_pinned._regions) == before
+
+
+def test_bad_arguments_say_what_to_pass(device):
+    with raises_argument_error("whole numbers"):
+        clkit.pinned_empty((3, -1), np.uint8, device=device)
+    with raises_argument_error("whole numbers"):
+        clkit.pinned_empty((2.5,), np.uint8, device=device)
+    with raises_argument_error("Python objects"):
+        clkit.pinned_empty(3, object, device=device)
+
+
+def test_library_calls_take_pinned_inputs_and_out(device, rng):
+    rgb = clkit.pinned_like(rng.integers(0, 256, (37, 53, 3), dtype=np.uint8), device=device)
+    gray = clkit.pinned_empty((37, 53), np.uint8, device=device)
+    assert ck.grayscale(rgb, out=gray, device=device) is gray
+    expected = gray_reference(np.asarray(rgb, np.float64), "bt601")
+    assert np.abs(gray - expected).max() <= 1
+
+    image = clkit.pinned_like(rng.random((41, 29), dtype=np.float32), device=device)
+    mask = rng.standard_normal((5, 5)).astype(np.float32)
+    out = clkit.pinned_empty(image.shape, np.float32, device=device)
+    assert ck.convolve(image, mask, out=out, device=device) is out
+    reference, scale = convolve_reference(np.asarray(image), mask)
+    assert_close_scaled(out, reference, scale, ulps=filter_ulps(25), what="convolve")
+
+
+def test_pinned_arrays_skip_the_staging_on_a_gpu(discrete, rng, monkeypatch):
+    device, staged = discrete
+    a = clkit.pinned_like(rng.random(1 << 19, dtype=np.float32), device=device)  # 2 MiB
+    b = clkit.pinned_like(rng.random(1 << 19, dtype=np.float32), device=device)
+    out = clkit.pinned_empty(a.shape, np.float32, device=device)
+    log = record_transfers(monkeypatch)
+    assert ck.vector_add(a, b, out=out, device=device) is out
+    np.testing.assert_array_equal(out, np.asarray(a) + np.asarray(b))
+    assert staged == {"upload": 0, "download": 0}
+    assert sorted(log.writes) == [a.nbytes, b.nbytes] and log.reads == [out.nbytes]
+
+    image = clkit.pinned_like(rng.random((601, 700), dtype=np.float32), device=device)
+    mask = rng.standard_normal((3, 3)).astype(np.float32)
+    got = ck.convolve(image, mask, device=device)  # a pinned input, an ordinary result
+    assert staged == {"upload": 0, "download": 1}
+    reference, scale = convolve_reference(np.asarray(image), mask)
+    assert_close_scaled(got, reference, scale, ulps=filter_ulps(9), what="convolve")
+
+
+def test_pinned_rows_of_a_band_go_straight_to_the_device(discrete, rng):
+    """Bands over several queues upload and download slices of a pinned array."""
+    device, staged = discrete
+    image = clkit.pinned_like(rng.random((1200, 640), dtype=np.float32), device=device)
+    out = clkit.pinned_empty(image.shape, np.float32, device=device)
+    ck.gaussian_blur(image, 1.5, out=out, device=[device, device])
+    expected = ck.gaussian_blur(np.asarray(image).copy(), 1.5, device=device)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-6)
+    assert staged["download"] == 1  # only the reference's ordinary result was staged
+
+
+def test_pinned_memory_of_another_device_is_staged(discrete, rng):
+    device, staged = discrete
+    others = [d for d in clkit.devices() if d != device]
+    if not others:
+        pytest.skip("one device only")
+    a = clkit.pinned_like(rng.random(1 << 19, dtype=np.float32), device=others[0])
+    np.testing.assert_array_equal(ck.vector_add(a, a, device=device), np.asarray(a) * 2)
+    assert staged == {"upload": 2, "download": 1}
