@@ -67,18 +67,24 @@ def empty(shape, dtype, device=None) -> Array:
     >>> clkit.empty((2, 3), np.uint8, device="cpu").shape
     (2, 3)
     """
+    dims, dtype, nbytes = check_shape("empty", shape, dtype)
+    rt = runtime(device)
+    check_alloc(rt, nbytes, "empty")
+    return _converting(lambda: cl_array.empty(rt.queue, shape, dtype), rt, nbytes)
+
+
+def check_shape(what: str, shape, dtype) -> tuple[tuple, np.dtype, int]:
+    """A new array's shape (a tuple), dtype and size in bytes, checked."""
     dtype = np.dtype(dtype)
     if dtype == object:
-        raise ArgumentTypeError("empty: an array of Python objects cannot live on a device; "
+        raise ArgumentTypeError(f"{what}: an array of Python objects cannot live on a device; "
                                 "use a numeric dtype")
     dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
                for n in dims):
-        raise ArgumentValueError(f"empty: shape must be whole numbers of at least 0, got {shape!r}")
-    rt = runtime(device)
-    nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
-    check_alloc(rt, nbytes, "empty")
-    return _converting(lambda: cl_array.empty(rt.queue, shape, dtype), rt, nbytes)
+        raise ArgumentValueError(f"{what}: shape must be whole numbers of at least 0, got {shape!r}")
+    dims = tuple(int(n) for n in dims)
+    return dims, dtype, int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
 
 
 def check_alloc(rt: Runtime, nbytes: int, what: str) -> None:

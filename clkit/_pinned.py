@@ -21,8 +21,7 @@ import weakref
 import numpy as np
 import pyopencl as cl
 
-from ._array import _converting
-from ._errors import ArgumentTypeError, ArgumentValueError
+from ._array import _converting, check_shape
 from ._runtime import runtime
 
 # id of the array that owns a mapping -> (first byte address, end address, context)
@@ -70,18 +69,8 @@ def pinned_empty(shape, dtype, device=None) -> np.ndarray:
     >>> int(grayscale(rgb, out=gray, device="cpu")[0, 0])
     200
     """
-    dtype = np.dtype(dtype)
-    if dtype == object:
-        raise ArgumentTypeError("pinned_empty: an array of Python objects cannot be pinned; "
-                                "use a numeric dtype")
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
-               for n in dims):
-        raise ArgumentValueError(f"pinned_empty: shape must be whole numbers of at least 0, "
-                                 f"got {shape!r}")
-    dims = tuple(int(n) for n in dims)
+    dims, dtype, nbytes = check_shape("pinned_empty", shape, dtype)
     rt = runtime(device)
-    nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
 
     def make():
         # A buffer may not be empty: a zero-size array still gets one byte behind it.
