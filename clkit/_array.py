@@ -94,7 +94,7 @@ def check_alloc(rt: Runtime, nbytes: int, what: str) -> None:
         raise OutOfDeviceMemoryError(
             f"{what}: {_size(nbytes)} is more than one allocation may hold on {dev} "
             f"(max {_size(dev.max_alloc)}); split the data, or use the clkit.kernels functions, "
-            "which stream large inputs in tiles")
+            "which stream large inputs in tiles", device=dev)
 
 
 def _converting(make, rt: Runtime, nbytes: int):

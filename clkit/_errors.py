@@ -14,13 +14,95 @@ also derive from the built-in ``TypeError`` or ``ValueError``::
 
 pyopencl's own exceptions are converted where clkit calls it, with
 ``raise ... from exc`` so that the driver's error stays in the traceback.
+
+Every one of them pickles, so that an error raised in a worker process
+(``multiprocessing``, ``concurrent.futures``, Dask) reaches the parent whole:
+type, message and attributes.  A device travels as a :class:`DeviceRef` (its
+id and name) and a driver error as a :class:`DriverError` (its code and
+text), since neither an OpenCL device nor a pyopencl error can leave its
+process.
 """
 
 from __future__ import annotations
 
+import pickle
+
+
+class DeviceRef:
+    """A device as an error carries it out of its process: ``id`` and ``name``."""
+
+    __slots__ = ("id", "name")
+
+    def __init__(self, id: str, name: str):
+        self.id = id
+        self.name = name
+
+    def __reduce__(self):
+        return DeviceRef, (self.id, self.name)
+
+    def __eq__(self, other):
+        return (getattr(other, "id", None), getattr(other, "name", None)) == (self.id, self.name)
+
+    def __hash__(self):
+        return hash((self.id, self.name))
+
+    def __str__(self):
+        return f"{self.id} {self.name}"
+
+    def __repr__(self):
+        return f"<clkit device {self}>"
+
+
+class DriverError(Exception):
+    """An OpenCL driver's error as it crosses a process boundary.
+
+    ``code`` is the OpenCL status code (``-5`` is ``CL_OUT_OF_RESOURCES``),
+    ``str()`` the text pyopencl gave it.
+    """
+
+    def __init__(self, text: str, code: int | None = None):
+        super().__init__(text)
+        self.code = code
+
+    def __reduce__(self):
+        return DriverError, (str(self), self.code)
+
+
+def _portable(value):
+    """``value`` in a form that pickles: devices and driver errors as records."""
+    if hasattr(value, "cl_device"):  # a clkit Device, which holds a driver handle
+        return DeviceRef(value.id, value.name)
+    if isinstance(value, (str, int, float, bool, type(None), DeviceRef)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_portable(v) for v in value)
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - anything that cannot travel travels as text
+        if isinstance(value, BaseException):
+            return DriverError(str(value), getattr(value, "code", None))
+        return repr(value)
+    return value
+
+
+def _restore(cls, args, state):
+    error = cls.__new__(cls, *args)
+    error.args = args
+    for name, value in state.items():
+        setattr(error, name, value)
+    return error
+
 
 class ClkitError(Exception):
     """Base of every exception clkit raises."""
+
+    def __reduce__(self):
+        # The default rebuilds an exception by calling its class with ``args``, which fails
+        # for keyword-only attributes; the state is set afterwards here instead.
+        state = {name: _portable(value) for name, value in vars(self).items()}
+        if self.__cause__ is not None:
+            state["__cause__"] = _portable(self.__cause__)
+        return _restore, (type(self), self.args, state)
 
 
 class NoOpenCLError(ClkitError, RuntimeError):
@@ -48,7 +130,21 @@ class BuildError(ClkitError, RuntimeError):
 
 
 class LaunchError(ClkitError, RuntimeError):
-    """The OpenCL driver refused to run a kernel or a transfer."""
+    """The OpenCL driver refused to run a kernel or a transfer.
+
+    Attributes: ``device`` (where it ran, or ``None``), ``kernel`` (its name,
+    or ``None`` for a transfer), ``code`` (the driver's status code, or
+    ``None`` when clkit refused before asking the driver) and
+    ``context_lost`` (the device's context no longer works: clkit drops it,
+    and the next call on that device gets a new one).
+    """
+
+    def __init__(self, message, *, device=None, kernel=None, code=None, context_lost=False):
+        super().__init__(message)
+        self.device = device
+        self.kernel = kernel
+        self.code = code
+        self.context_lost = context_lost
 
 
 class OutOfDeviceMemoryError(LaunchError, MemoryError):
