@@ -121,14 +121,23 @@ def fake_devices(monkeypatch, *kinds):
     return fakes
 
 
-def test_best_device_prefers_gpus_then_cpus_then_capacity(monkeypatch):
-    sim, cpu, small_gpu, big_gpu, acc = fake_devices(
-        monkeypatch, ("accelerator", 1, True), ("cpu", 64, False), ("gpu", 8, False),
-        ("gpu", 132, False), ("accelerator", 500, False))
-    assert clkit.select().id == big_gpu.id
+def test_best_device_prefers_gpus_then_cpus_then_the_rest_then_capacity(monkeypatch):
+    fakes = fake_devices(
+        monkeypatch, ("accelerator", 1, True), ("accelerator", 500, False), ("cpu", 64, False),
+        ("gpu", 8, False), ("custom", 900, False), ("cpu", 2, False), ("gpu", 132, False))
+    sim, big_acc, big_cpu, small_gpu, custom, small_cpu, big_gpu = fakes
     assert clkit.select("gpu").id == big_gpu.id
     assert clkit.select("gpu:0").id == small_gpu.id  # index in listing order
-    assert clkit.select("accelerator").id == acc.id  # the simulator is never chosen by type
+    assert clkit.select("accelerator").id == big_acc.id  # the simulator is never chosen by type
+    # The whole order, by taking the best away one at a time: every GPU, then every CPU, then
+    # the rest (however many compute units they have), each by capacity; never the simulator.
+    order = []
+    while len(fakes) > 1:
+        best = clkit.select()
+        order.append(best.id)
+        fakes[:] = [d for d in fakes if d.id != best.id]
+    assert order == [d.id for d in (big_gpu, small_gpu, big_cpu, small_cpu, custom, big_acc)]
+    assert fakes == [sim]
 
 
 def test_simulator_is_chosen_only_by_name(monkeypatch):

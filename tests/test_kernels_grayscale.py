@@ -7,8 +7,8 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
-from _reference import (WEIGHTS, assert_close_scaled, gray_reference, raises_argument_error,
-                        record_transfers, skip_on_simulator)
+from _reference import (WEIGHTS, assert_close_scaled, gray_reference, gray_uint8_reference,
+                        raises_argument_error, record_transfers, skip_on_simulator)
 
 # (height, width): one pixel, a row, a column, primes; the large ones on real devices only.
 SHAPES = [(1, 1), (1, 7), (5, 1), (13, 29), (257, 509), (480, 641)]
@@ -28,16 +28,18 @@ def random_rgb(rng, shape, channels, dtype):
 
 
 def check_uint8(result, image, weights="bt601"):
+    """Bit for bit OpenCV's fixed-point luma (cv2.cvtColor itself for bt601), and within 1 of
+    the exact weighted sum."""
     assert type(result) is np.ndarray
     assert result.dtype == np.uint8 and result.shape == image.shape[:2]
-    if weights == "bt601":
-        expected = cv2.cvtColor(np.ascontiguousarray(image[..., :3]), cv2.COLOR_RGB2GRAY)
-    else:
-        expected = gray_reference(image, weights)  # rounding or truncation: both within 1
-    diff = np.abs(result.astype(np.float64) - expected)
-    assert diff.max() <= 1, (f"{(diff > 1).sum()} pixels differ by more than 1 from "
-                             f"{'OpenCV' if weights == 'bt601' else 'x @ w'}; worst "
-                             f"{diff.max()} at {np.unravel_index(diff.argmax(), diff.shape)}")
+    expected = gray_uint8_reference(image, weights)
+    wrong = result != expected
+    assert not wrong.any(), (
+        f"{wrong.sum()} of {wrong.size} pixels differ from "
+        f"{'cv2.cvtColor' if weights == 'bt601' else 'the fixed-point luma'}; first at "
+        f"{tuple(np.argwhere(wrong)[0])}: got {result[wrong][0]}, expected {expected[wrong][0]}")
+    exact = np.clip(gray_reference(image, weights), 0, 255)
+    assert np.abs(result - exact).max() <= 1
 
 
 def check_float(result, image, weights):
@@ -63,9 +65,8 @@ def test_uint8_primaries_and_extremes(device):
     image = np.ascontiguousarray(corners.reshape(7, 49, 3))  # every mix of the levels
     result = ck.grayscale(image, device=device)
     check_uint8(result, image)
-    white = result[image.min(axis=-1) == 255]
-    assert (white >= 254).all(), "white must stay white (no wrap-around past 255)"
-    assert (result[image.max(axis=-1) == 0] <= 1).all()
+    assert (result[image.min(axis=-1) == 255] == 255).all(), "white stays white (no wrap-around)"
+    assert (result[image.max(axis=-1) == 0] == 0).all()
 
 
 @pytest.mark.parametrize("weights", ["bt709", (0.25, 0.5, 0.25), [0.1, 0.2, 0.7]],
