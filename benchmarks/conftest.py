@@ -1,9 +1,15 @@
-"""Benchmarks: each group compares clkit with its baseline in the same run.
+"""Benchmarks: each group compares clkit with its baselines in the same run.
 
-Every benchmark is named ``test_<group>__<variant>``; the baseline of a group
-is the variant whose name ends with ``baseline``-free reference names listed in
-``BASELINES``.  ``python benchmarks/report.py RESULTS.json`` prints, per group,
-each variant's median and its ratio to the group's baseline.
+Every benchmark is named ``test_<group>__<variant>``; a group is one case of
+:mod:`clkit._bench` (one kernel at one size) and holds its variants: the
+baselines (serial Python, numpy, scipy, OpenCV, torch, cupy, where installed)
+and clkit's (``clkit_kernel``, ``clkit_e2e``).  ``python benchmarks/report.py
+RESULTS.json`` prints, per group, each variant's median and its ratio to the
+baselines.
+
+Environment: ``CLKIT_BENCH_DEVICE`` (a device spec, as ``CLKIT_DEVICE`` takes)
+chooses the device; without it, the best device (``CLKIT_DEVICE`` if set).
+``CLKIT_BENCH_SIZE`` chooses the sizes (see ``test_kernels.py``).
 """
 
 import os
@@ -15,5 +21,5 @@ import clkit
 
 @pytest.fixture(scope="session")
 def device():
-    """The device benchmarks run on: CLKIT_DEVICE, else the best one."""
+    """The device benchmarks run on: CLKIT_BENCH_DEVICE, else clkit.select()'s choice."""
     return clkit.select(os.environ.get("CLKIT_BENCH_DEVICE") or None)

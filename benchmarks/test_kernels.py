@@ -15,6 +15,10 @@ calls and sizes), at the size ``CLKIT_BENCH_SIZE`` names (``small``,
   the kernels' own device time (profiling events);
 - ``clkit_e2e``: numpy in, numpy out, transfers included.
 
+The result of each clkit variant's warm-up call is checked against the case's
+reference variant (``numpy``) with the case's own check, as ``clkit bench``
+does: a benchmark of a wrong result fails instead of reporting a speed.
+
 pytest-benchmark times every variant by the wall clock, so device calls
 include their launch and synchronisation (``clkit bench`` reads device events
 instead).  Each benchmark warms up once, then runs for about two seconds
@@ -41,7 +45,11 @@ def _bench_variant(benchmark, case, key, device):
         variant = case.variant(key, device)
     except _bench.Unavailable as exc:
         pytest.skip(str(exc))
-    warm_ms, _, _ = variant.time_once()  # builds, caches, first touch of the memory
+    warm_ms, result, _ = variant.time_once()  # builds, caches, first touch of the memory
+    if key in ("clkit_kernel", "clkit_e2e"):
+        problem = case.check(result, _reference(case))
+        assert problem is None, f"{case.id} {key} on {device}: {problem}"
+    del result
     rounds = max(_bench.MIN_RUNS, min(MAX_ROUNDS, int(BUDGET_MS / max(warm_ms, 1e-3))))
     sync = variant.sync or (lambda: None)
     device_ms = []
@@ -68,6 +76,16 @@ def _bench_variant(benchmark, case, key, device):
         benchmark.extra_info["kernel_ms"] = statistics.median(device_ms)
 
 
+#: The reference result of each case whose group is running (dropped with its inputs).
+_REFERENCES: dict = {}
+
+
+def _reference(case):
+    if case.id not in _REFERENCES:
+        _REFERENCES[case.id] = case.variant(case.reference).run()
+    return _REFERENCES[case.id]
+
+
 def _make(case, key):
     last = key == case.variant_keys[-1]
 
@@ -77,7 +95,8 @@ def _make(case, key):
             _bench_variant(benchmark, case, key, device)
         finally:
             if last:
-                case.release()  # the group is done: free its inputs
+                case.release()  # the group is done: free its inputs and reference
+                _REFERENCES.pop(case.id, None)
 
     test.__name__ = test.__qualname__ = f"test_{case.id}__{key}"
     test.__doc__ = f"{case.title}: {key}"

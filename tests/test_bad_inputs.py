@@ -163,6 +163,10 @@ USER = """
 __kernel void fill(__global int* out, const uchar u, const uint n, const long l, const float f,
                    const double d)
 { out[get_global_id(0)] = (int)u + (int)n + (int)l + (int)f + (int)d; }
+__kernel void echo(__global uchar* u_out, __global uint* n_out, __global long* l_out,
+                   __global float* f_out, __global double* d_out, const uchar u, const uint n,
+                   const long l, const float f, const double d)
+{ *u_out = u; *n_out = n; *l_out = l; *f_out = f; *d_out = d; }
 __kernel void copy(__global const float* src, __global float* dst)
 { dst[get_global_id(0)] = src[get_global_id(0)]; }
 __kernel void stage(__global float* a, __local float* tmp)
@@ -261,10 +265,16 @@ def test_launch_mistakes(user_kernels, device, call, error, match):
         call(user_kernels, device)
 
 
-def test_scalars_at_their_limits_pass(user_kernels):
-    out = np.zeros(2, np.int32)
-    user_kernels.fill(out, np.uint8(255), 2**32 - 1, -2**63, np.float32(3.4e38), -1e308)
-    user_kernels.fill(out, 0, np.uint32(0), np.int64(7), float("nan"), float("-inf"))
+@pytest.mark.parametrize("values", [
+    (np.uint8(255), 2**32 - 1, -2**63, np.float32(3.4e38), -1e308),
+    (0, np.uint32(0), 2**63 - 1, float("nan"), float("-inf")),
+    (1, 1, np.int64(7), -np.float32(1.5e-45), 5e-324),  # denormals pass unchanged
+], ids=["max", "min-and-special", "small"])
+def test_scalars_at_their_limits_pass(user_kernels, values):
+    outs = [np.zeros(1, t) for t in (np.uint8, np.uint32, np.int64, np.float32, np.float64)]
+    user_kernels.echo(*outs, *values, global_size=1)
+    for out, value in zip(outs, values):
+        np.testing.assert_array_equal(out, np.array([value]).astype(out.dtype))
 
 
 def test_local_memory_within_the_device_runs(user_kernels):

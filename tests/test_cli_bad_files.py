@@ -15,11 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from PIL import Image
 
-from test_cli_images import REPO, clkit, fails, intrinsic_args, ok, save
+from test_cli_images import REPO, clkit, fails, intrinsic_args, ok, read, save
 
 
 def listing(folder):
@@ -87,32 +88,46 @@ def test_input_without_read_permission(tmp_path, rgb):
 
 # -- inputs that are truncated or corrupt ----------------------------------------------------------
 
-def damaged(data, how):
-    if how == "truncated":
-        return data[: len(data) // 2]
-    if how == "header-only":
-        return data[:24]
-    flipped = bytearray(data)
-    for i in range(len(data) // 3, len(data) // 3 + 16):
-        flipped[i] ^= 0x5A
-    return bytes(flipped)
+def flipped(data, start, count=16):
+    damaged = bytearray(data)
+    for i in range(start, min(start + count, len(data))):
+        damaged[i] ^= 0x5A
+    return bytes(damaged)
 
 
-@pytest.mark.parametrize("how", ["truncated", "header-only", "corrupt"])
+DAMAGE = {
+    "truncated": lambda data: data[: len(data) // 2],
+    "header-only": lambda data: data[:24],
+    # the fields right after each format's signature (sizes, offsets, chunk lengths)
+    "corrupt-header": lambda data: flipped(data, 6),
+    # the end of the stream: a GIF's last LZW block, the others' last pixels or metadata
+    "corrupt-end": lambda data: flipped(data, len(data) - 16),
+}
+#: Damage that Pillow reads past, checked to decode (the rest must not).
+DECODES = {("jpg", "corrupt-end"), ("tif", "corrupt-end"), ("bmp", "corrupt-end"),
+           ("webp", "corrupt-end")}
+
+
+@pytest.mark.parametrize("how", list(DAMAGE))
 @pytest.mark.parametrize("fmt", ["jpg", "tif", "bmp", "gif", "webp"])
 def test_truncated_or_corrupt_images(tmp_path, rgb, fmt, how):
-    data = damaged(encoded(tmp_path, rgb, fmt), how)
+    data = DAMAGE[how](encoded(tmp_path, rgb, fmt))
     for p in tmp_path.iterdir():
         p.unlink()
     src = tmp_path / f"in.{fmt}"
     src.write_bytes(data)
     proc = clkit("gray", src, tmp_path / "out.png")
-    if proc.returncode == 0:
-        # Some damage leaves a decodable image (a JPEG or GIF stream with flipped pixel data):
-        # then the whole output is there, and nothing else.
+    if (fmt, how) in DECODES:
+        # Damage Pillow reads past gives the gray of what it decodes, whole, and nothing else.
+        ok(proc)
         assert listing(tmp_path) == sorted([src.name, "out.png"])
+        with Image.open(src) as img:
+            decoded = np.asarray(img.convert("RGB"))
+        np.testing.assert_array_equal(read(tmp_path / "out.png"),
+                                      cv2.cvtColor(decoded, cv2.COLOR_RGB2GRAY))
         return
-    fails(proc, src.name)
+    line = fails(proc, src.name)
+    assert any(w in line for w in ("corrupt", "truncated", "not an image", "exceeds")), line
     assert listing(tmp_path) == [src.name]
 
 

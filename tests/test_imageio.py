@@ -66,11 +66,20 @@ def test_16bit_png_and_float_tiff_keep_their_values(tmp_path, rng):
 
 def test_jpeg_cmyk_and_exif_orientation(tmp_path, rgb):
     Image.fromarray(rgb).convert("CMYK").save(tmp_path / "c.jpg")
-    assert read_image(tmp_path / "c.jpg").shape == (7, 11, 3)
-    exif = Image.Exif()
-    exif[0x0112] = 6  # rotated: viewers turn it 90 degrees clockwise
-    Image.fromarray(rgb).save(tmp_path / "r.jpg", exif=exif)
-    assert read_image(tmp_path / "r.jpg").shape == (11, 7, 3)
+    with Image.open(tmp_path / "c.jpg") as img:
+        np.testing.assert_array_equal(read_image(tmp_path / "c.jpg"),
+                                      np.asarray(img.convert("RGB")))
+    for orientation, turned in [(6, lambda a: np.rot90(a, -1)),   # turn 90 degrees clockwise
+                                (8, lambda a: np.rot90(a, 1)),    # counter-clockwise
+                                (3, lambda a: a[::-1, ::-1]),     # half a turn
+                                (2, lambda a: a[:, ::-1])]:       # mirrored left to right
+        exif = Image.Exif()
+        exif[0x0112] = orientation
+        Image.fromarray(rgb).save(tmp_path / "r.jpg", exif=exif)
+        with Image.open(tmp_path / "r.jpg") as img:
+            stored = np.asarray(img)  # the pixels as stored, before the turn viewers make
+        np.testing.assert_array_equal(read_image(tmp_path / "r.jpg"), turned(stored),
+                                      err_msg=f"EXIF orientation {orientation}")
 
 
 def test_npy(tmp_path, rng):

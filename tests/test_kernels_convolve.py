@@ -14,7 +14,8 @@ import clkit
 import clkit.kernels as ck
 from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
                         gaussian_radius, gaussian_reference, need_fp64, raises_argument_error,
-                        random_image, record_transfers, result_dtype, skip_on_simulator)
+                        random_image, record_transfers, reporting, result_dtype,
+                        skip_on_simulator)
 
 
 def sized(device, small, large):
@@ -231,10 +232,8 @@ def check_non_finite(result, image, mask, mode, cval):
 def reporting_as(device, kind):
     """The device, reporting itself as `kind` while the test runs: a "gpu" picks the CONV_GPU
     kernels, a "cpu" the CONV_CPU ones (which run on GPUs too)."""
-    actual = device.type
-    object.__setattr__(device, "type", kind)
-    yield device
-    object.__setattr__(device, "type", actual)
+    with reporting(device, type=kind):
+        yield device
 
 
 @pytest.fixture
