@@ -10,6 +10,7 @@ from ._devices import Device, devices, select
 from ._errors import (ArgumentTypeError, ArgumentValueError, BuildError, ClkitError,
                       DeviceNotFoundError, LaunchError, NoOpenCLError, OutOfDeviceMemoryError)
 from ._launch import Kernel, Launch, LocalMemory
+from ._map import map
 from ._pinned import is_pinned, pinned_empty, pinned_like
 from ._program import Program, load
 from ._runtime import Runtime, runtime
@@ -20,5 +21,5 @@ __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "Array", "BuildError", "ClkitError", "Device",
     "DeviceNotFoundError", "Kernel", "Launch", "LaunchError", "LocalMemory", "NoOpenCLError",
     "OutOfDeviceMemoryError", "Program", "Runtime", "__version__", "devices", "empty", "is_pinned",
-    "load", "pinned_empty", "pinned_like", "runtime", "select", "to_device",
+    "load", "map", "pinned_empty", "pinned_like", "runtime", "select", "to_device",
 ]

@@ -7,6 +7,8 @@ one in-order queue (which orders them without explicit events).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 
 import pyopencl as cl
@@ -23,13 +25,21 @@ class Runtime:
     context : pyopencl.Context
     queue : pyopencl.CommandQueue
         In order, with profiling enabled, so that every launch can report
-        its kernel time.
+        its kernel time.  Inside :func:`using_queue` (a lane of
+        :func:`clkit.map`), that lane's queue instead.
     """
 
     def __init__(self, device: Device):
         self.device = device
         self.context = cl.Context([device.cl_device])
-        self.queue = self.new_queue()
+        self.own_queue = self.new_queue()
+
+    @property
+    def queue(self) -> cl.CommandQueue:
+        lane = _lane.get()
+        if lane is not None and lane[0] is self:
+            return lane[1]
+        return self.own_queue
 
     def new_queue(self) -> cl.CommandQueue:
         """Another in-order profiling queue on this device (to overlap work)."""
@@ -43,6 +53,8 @@ class Runtime:
 _lock = threading.Lock()
 _runtimes: dict[Device, Runtime] = {}
 _by_queue: dict[int, Runtime] = {}  # id() of a runtime's queue -> the runtime
+# (runtime, queue): where this thread's work on that runtime goes instead of its own queue
+_lane: contextvars.ContextVar = contextvars.ContextVar("clkit_lane", default=None)
 
 
 def runtime(device=None) -> Runtime:
@@ -72,8 +84,24 @@ def runtime(device=None) -> Runtime:
             rt = _runtimes.get(dev)
             if rt is None:
                 rt = _runtimes[dev] = Runtime(dev)
-                _by_queue[id(rt.queue)] = rt
+                _by_queue[id(rt.own_queue)] = rt
     return rt
+
+
+@contextlib.contextmanager
+def using_queue(rt: Runtime, queue: cl.CommandQueue):
+    """Send this thread's work on ``rt`` to ``queue`` (one of ``rt``'s, kept alive by the caller).
+
+    Independent work on separate in-order queues overlaps: one image's upload
+    beside another's kernels.
+    """
+    with _lock:
+        _by_queue[id(queue)] = rt
+    token = _lane.set((rt, queue))
+    try:
+        yield queue
+    finally:
+        _lane.reset(token)
 
 
 def runtime_of_array(array) -> Runtime | None:

@@ -33,6 +33,6 @@ def test_errors_form_one_hierarchy():
     assert issubclass(clkit.OutOfDeviceMemoryError, MemoryError)
 
 
-def test_host_memory_names_are_public():
-    for name in ("pinned_empty", "pinned_like", "is_pinned"):
+def test_host_memory_and_batch_names_are_public():
+    for name in ("pinned_empty", "pinned_like", "is_pinned", "map"):
         assert name in clkit.__all__ and callable(getattr(clkit, name))

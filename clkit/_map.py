@@ -1,0 +1,187 @@
+"""Batches: one function over many images, several images in flight.
+
+Each device gets a few lanes, each a worker thread with its own in-order
+queue.  A lane runs one image's whole call (upload, kernels, download) on its
+queue, so the lanes' commands interleave on the device: while one image
+uploads, another's kernels run and a third's result comes back, on a GPU's
+separate copy engines for each direction.  Free lanes take the next image,
+whichever device they belong to, so faster devices take more images.
+
+At most a few images per lane are read from the input ahead of the one the
+caller is consuming, so memory stays bounded however long the batch is.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue as queue_module
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pyopencl.array as cl_array
+
+from ._devices import select, select_many
+from ._errors import ArgumentTypeError, ClkitError
+from ._runtime import Runtime, runtime, using_queue
+
+# A GPU overlaps three things: an upload, kernels, a download.  A CPU driver's kernels use
+# every core already; a second lane hides the host work between two images' kernels.
+LANES = {"gpu": 3, "cpu": 2}
+AHEAD = 2  # images read ahead per lane: one waiting for each lane that finishes
+
+_lane_queues: dict = {}
+_lane_queues_lock = threading.Lock()
+
+
+def map(function, images, *args, device=None, **kwargs):  # noqa: A001 (clkit.map is the name)
+    """``function(image, *args, device=..., **kwargs)`` for every image, several at once.
+
+    The images are processed in overlapping lanes, each with its own queue
+    on its device, so that on a GPU one image's upload, another's kernels
+    and a third's download run at the same time.  Results come in input
+    order.  Only a few images are read ahead of the result being consumed,
+    so a batch of any length (a generator reading files, frames of a video)
+    runs in bounded memory.
+
+    With images in pinned memory (:func:`clkit.pinned_empty`), uploads need
+    no host-side staging copy: keep a few pinned arrays and refill them.
+
+    Parameters
+    ----------
+    function : callable
+        Called as ``function(image, *args, device=dev, **kwargs)``: any
+        function of :mod:`clkit.kernels`, or your own that passes ``device``
+        on to them.
+    images : iterable
+        Numpy arrays or device arrays (a list, a generator, ...); shapes and
+        dtypes may differ from one image to the next.
+    *args, **kwargs
+        The same for every image.
+    device : Device or str, optional
+        Where to run: a spec, ``"all"`` (every device but the simulator) or
+        a list of specs to spread the images over several devices.
+
+    Yields
+    ------
+    object
+        ``function``'s result for each image, in input order.
+
+    Raises
+    ------
+    Exception
+        The first image whose call fails stops the batch: the error, of the
+        type ``function`` raised, names the image's position (from 0).
+        Results yielded before it are complete and untouched.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> from clkit.kernels import gaussian_blur
+    >>> frames = (np.full((8, 8), i, np.float32) for i in range(5))
+    >>> [round(float(b[0, 0]), 4) for b in clkit.map(gaussian_blur, frames, 1.0, device="cpu")]
+    [0.0, 1.0, 2.0, 3.0, 4.0]
+    """
+    if not callable(function):
+        raise ArgumentTypeError(f"map: function must be callable, not {type(function).__name__} "
+                                "(e.g. clkit.kernels.grayscale)")
+    try:
+        source = iter(images)
+    except TypeError:
+        raise ArgumentTypeError(f"map: images must be an iterable of arrays (a list, a "
+                                f"generator), not {type(images).__name__}") from None
+    targets = _devices(device)
+    return _batch(function, source, args, kwargs, targets)
+
+
+def _devices(device) -> list:
+    if isinstance(device, (list, tuple)) or (isinstance(device, str)
+                                              and device.strip().lower() == "all"):
+        return select_many(device)
+    return [select(device)]
+
+
+def _batch(function, source, args, kwargs, targets):
+    rts = [runtime(d) for d in targets]
+    if any(d.simulator for d in targets):
+        # Oclgrind runs one kernel at a time and only from the thread that made its context.
+        yield from _serial(function, source, args, kwargs, rts)
+        return
+    lanes = queue_module.SimpleQueue()
+    count = 0
+    for rt in rts:
+        for q in _queues(rt, LANES.get(rt.device.type, 2)):
+            lanes.put((rt, q))
+            count += 1
+    local = threading.local()
+
+    def claim():
+        local.lane = lanes.get_nowait()
+
+    def run(index, image):
+        rt, q = local.lane
+        return _call(function, index, image, args, kwargs, rt, q)
+
+    window = collections.deque()
+    failure = None
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="clkit-map",
+                            initializer=claim) as pool:
+        try:
+            index = 0
+            while True:
+                while failure is None and len(window) < count * AHEAD:
+                    try:
+                        image = next(source)
+                    except StopIteration:
+                        break
+                    except Exception as exc:  # the input failed: finish what came before it
+                        failure = exc
+                        break
+                    window.append(pool.submit(run, index, image))
+                    index += 1
+                if not window:
+                    break
+                result = window.popleft().result()
+                yield result
+            if failure is not None:
+                raise failure
+        finally:
+            for future in window:  # stopped early (an error, or the caller left the loop)
+                future.cancel()
+
+
+def _serial(function, source, args, kwargs, rts):
+    for index, image in enumerate(source):
+        rt = rts[index % len(rts)]
+        yield _call(function, index, image, args, kwargs, rt, rt.own_queue)
+
+
+def _call(function, index, image, args, kwargs, rt: Runtime, q):
+    if isinstance(image, cl_array.Array):
+        image.queue.finish()  # made on another queue: its data must be there before this lane reads
+    try:
+        with using_queue(rt, q):
+            result = function(image, *args, device=rt.device, **kwargs)
+            q.finish()
+    except Exception as exc:
+        raise _at(exc, index) from exc
+    if isinstance(result, cl_array.Array) and result.queue is q:
+        result = result.with_queue(rt.own_queue)  # later work on it follows the runtime's order
+    return result
+
+
+def _at(exc: Exception, index: int) -> Exception:
+    """``exc`` with the image's position in front of its message, of the same type if possible."""
+    message = f"image {index} of the batch (counting from 0): {exc}"
+    try:
+        return type(exc)(message)
+    except Exception:
+        return ClkitError(message)
+
+
+def _queues(rt: Runtime, n: int) -> list:
+    """``n`` lane queues of a device, made once and kept (their ids identify the runtime)."""
+    with _lane_queues_lock:
+        have = _lane_queues.setdefault(rt.device, [])
+        while len(have) < n:
+            have.append(rt.new_queue())
+        return have[:n]
