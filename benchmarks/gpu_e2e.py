@@ -16,6 +16,9 @@ device), so that the figures sit side by side:
   images held in pinned arrays with pinned results; against the link with
   both directions busy (the slower direction's bytes at its rate) and
   against OpenCV on all cores over the same images;
+- numpy<->device copies staged through pinned buffers (what numpy inputs,
+  and results when pinned memory is not at hand, go through), for several
+  copier-thread counts and chunk sizes;
 - ``gaussian_blur`` sigma 2 and sigma 10 and ``convolve`` 9x9 on a float32
   device array of that size: kernel event time against a device-to-device
   copy of the same bytes (one read and one write per pixel).
@@ -37,23 +40,15 @@ import numpy as np
 import pyopencl as cl
 
 import clkit
+from clkit import _transfer
 from clkit import kernels as ck
 from clkit._launch import recording
+from scale import median_ms  # benchmarks/ is the script's folder, first on sys.path
 
 try:
     import cv2
 except ImportError:  # the OpenCV columns stay empty
     cv2 = None
-
-
-def median_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
 
 
 def event_ms(event) -> float:
@@ -116,6 +111,43 @@ def link(rt, nbytes, repeat):
     return {"bytes": nbytes, "up_GBs": gbs(nbytes, up_ms), "down_GBs": gbs(nbytes, down_ms),
             "both_up_GBs": gbs(nbytes, both[0]), "both_down_GBs": gbs(nbytes, both[1]),
             "both_total_GBs": gbs(2 * nbytes, both[2])}
+
+
+def staging(rt, nbytes, repeat):
+    """GB/s of numpy<->device copies staged through pinned buffers: threads x chunk size.
+
+    ``default`` is clkit's own choice; downloads go into a reused array and
+    into a new one each time (whose pages fault on first touch).
+    """
+    queue = rt.new_queue()
+    host = np.random.default_rng(1).integers(0, 256, nbytes, dtype=np.uint8)
+    back = np.empty_like(host)
+    dev = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nbytes)
+    saved = _transfer.THREADS, _transfer.MIN_CHUNK
+    cores = os.cpu_count() or 1
+    rows = []
+    settings = [("default", saved[0], None)] + [
+        (f"{t} threads, {c >> 20} MiB", t, c) for t in sorted({4, 8, cores}) for c in
+        (8 << 20, 16 << 20, 32 << 20, 64 << 20)]
+    try:
+        for name, threads, chunk in settings:
+            _transfer.THREADS = threads
+            if chunk is None:
+                _transfer.MIN_CHUNK = saved[1]
+                stage = _transfer.Staging(rt.context, queue)
+            else:
+                _transfer.MIN_CHUNK = chunk
+                stage = _transfer.Staging(rt.context, queue, chunk=chunk)
+            up = median_ms(lambda: (stage.upload(queue, dev, host), queue.finish()), repeat)
+            down = median_ms(lambda: stage.download(queue, dev, back), repeat)
+            fresh = median_ms(lambda: stage.download(queue, dev, np.empty_like(host)), repeat)
+            rows.append({"setting": name, "up_GBs": gbs(nbytes, up), "down_GBs": gbs(nbytes, down),
+                         "down_new_GBs": gbs(nbytes, fresh)})
+            del stage
+    finally:
+        _transfer.THREADS, _transfer.MIN_CHUNK = saved
+    np.testing.assert_array_equal(back, host)
+    return {"bytes": nbytes, "rows": rows}
 
 
 # -- one image and batches -----------------------------------------------------------------------
@@ -233,6 +265,12 @@ def table(res) -> str:
                      f"{r['pinned_ms'] / n:.2f} ({r['link_both_ms'] / r['pinned_ms']:.2f}x) | "
                      f"{r['numpy_ms'] / n:.2f} | {f(None if ocv is None else ocv / n)} | "
                      f"{f(None if ocv is None else ocv / r['numpy_ms'], '{:.2f}x')}")
+    st = res["staging"]
+    lines += ["", f"numpy<->device staged through pinned buffers, {st['bytes'] / 1e6:.0f} MB, GB/s "
+              "| up | down | down into a new array"]
+    for r in st["rows"]:
+        lines.append(f"{r['setting']} | {r['up_GBs']:.1f} | {r['down_GBs']:.1f} | "
+                     f"{r['down_new_GBs']:.1f}")
     fl = res["filters"]
     lines += ["", f"float32 device array, copy {fl['copy_GBs']:.0f} GB/s ({fl['copy_ms']:.3f} ms)"
               " | kernel ms | whole call ms | GB/s (one read, one write) | of copy"]
@@ -270,6 +308,7 @@ def main(argv=None):
     all_cases = cases(height, width, rng)
     largest = max(c[1].nbytes for c in all_cases)
     res["link"] = link(rt, largest, args.repeat)
+    res["staging"] = staging(rt, largest, args.repeat)
     res["single"] = [one_image(dev, rt, c, res["link"], args.repeat) for c in all_cases]
     res["batch"] = [batch(dev, c, res["link"], args.batch, args.repeat) for c in all_cases]
     res["filters"] = filters(dev, rt, height, width, rng, args.repeat)

@@ -15,6 +15,7 @@ view of it, is alive; dropping the last reference unmaps and frees it.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -26,7 +27,7 @@ from ._runtime import runtime
 
 # id of the array that owns a mapping -> (first byte address, end address, context)
 _regions: dict[int, tuple[int, int, cl.Context]] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # a finalizer may run (in a collection) while it is held
 
 
 def pinned_empty(shape, dtype, device=None) -> np.ndarray:
@@ -72,24 +73,33 @@ def pinned_empty(shape, dtype, device=None) -> np.ndarray:
     dims, dtype, nbytes = check_shape("pinned_empty", shape, dtype)
     rt = runtime(device)
 
+    raw = _map(rt, nbytes)
+    host = raw[:nbytes].view(dtype).reshape(dims)
+    # Every view of ``host`` keeps ``raw`` alive (numpy's views lead to the array that
+    # wraps the mapping), so the memory goes only once no view can reach it.
+    weakref.finalize(raw, _forget, _remember(raw, rt.context))
+    return host
+
+
+def _map(rt, nbytes: int) -> np.ndarray:
+    """A new pinned buffer of ``rt``'s context, mapped: its bytes as a uint8 array."""
     def make():
         # A buffer may not be empty: a zero-size array still gets one byte behind it.
         buf = cl.Buffer(rt.context, cl.mem_flags.ALLOC_HOST_PTR | cl.mem_flags.READ_WRITE,
                         max(1, nbytes))
-        raw, _ = cl.enqueue_map_buffer(rt.queue, buf, cl.map_flags.READ | cl.map_flags.WRITE,
-                                       0, (max(1, nbytes),), np.uint8)
+        raw, _ = cl.enqueue_map_buffer(rt.queue, buf,
+                                       cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                       (max(1, nbytes),), np.uint8)
         return raw  # its base, the mapping, keeps the buffer alive and unmaps it when freed
 
-    raw = _converting(make, rt, nbytes)
-    host = raw[:nbytes].view(dtype).reshape(dims)
-    start = raw.ctypes.data
+    return _converting(make, rt, nbytes)
+
+
+def _remember(raw: np.ndarray, context) -> int:
     key = id(raw)
     with _lock:
-        _regions[key] = (start, start + raw.nbytes, rt.context)
-    # Every view of ``host`` keeps ``raw`` alive, so the region is forgotten only once the
-    # memory can no longer be reached.
-    weakref.finalize(raw, _forget, key)
-    return host
+        _regions[key] = (raw.ctypes.data, raw.ctypes.data + raw.nbytes, context)
+    return key
 
 
 def pinned_like(array, device=None) -> np.ndarray:
@@ -158,3 +168,89 @@ def pinned_context(array) -> cl.Context | None:
 def _forget(key: int) -> None:
     with _lock:
         _regions.pop(key, None)
+
+
+# -- results of library calls on GPUs -------------------------------------------------------------
+
+# Pinned memory the pool may hold, lent out and idle together.
+POOL_BYTES = int(os.environ.get("CLKIT_PINNED_POOL", 2 << 30))
+_GRAIN = 1 << 20  # blocks are whole MiB, so that results of one size share blocks
+
+
+class _Lease:
+    """One loan of a pool block: the numpy array made on it keeps it (and the block) alive."""
+
+    def __init__(self, raw: np.ndarray, nbytes: int):
+        self.raw = raw
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "version": 3,
+                                    "data": (raw.ctypes.data, False)}
+
+
+class _Pool:
+    """Pinned blocks for the numpy results of GPU calls, reused once a result is dropped.
+
+    A result in pinned memory comes home by DMA straight into it, with no
+    staging copy and no page faults on fresh memory.  Blocks come back to the
+    pool when the result and all its views are gone; at most ``POOL_BYTES``
+    are held, beyond which results are ordinary numpy memory.
+    """
+
+    def __init__(self):
+        self.free: dict = {}  # (context, block bytes) -> [raw, ...]
+        self.held = 0
+        self.lock = threading.RLock()
+
+    def take(self, rt, nbytes: int) -> np.ndarray | None:
+        size = -(-nbytes // _GRAIN) * _GRAIN
+        key = (rt.context.int_ptr, size)
+        with self.lock:
+            blocks = self.free.get(key)
+            raw = blocks.pop() if blocks else None
+            if raw is None:
+                if size > POOL_BYTES - self.held:
+                    self._trim(POOL_BYTES - size)
+                if size > POOL_BYTES - self.held:
+                    return None
+                self.held += size
+        if raw is None:
+            try:
+                raw = _map(rt, size)
+            except Exception:
+                with self.lock:
+                    self.held -= size
+                return None
+            _remember(raw, rt.context)  # for the pool's life: blocks are never unmapped in use
+        lent = np.asarray(_Lease(raw, nbytes))
+        weakref.finalize(lent, self._give_back, key, raw)
+        return lent
+
+    def _give_back(self, key, raw):
+        with self.lock:
+            self.free.setdefault(key, []).append(raw)
+
+    def _trim(self, keep: int):
+        """Unmap idle blocks until at most ``keep`` bytes are held (the lock is held)."""
+        for key, blocks in self.free.items():
+            while blocks and self.held > keep:
+                raw = blocks.pop()
+                _forget(id(raw))
+                self.held -= key[1]
+
+
+_pool = _Pool()
+
+
+def result_empty(shape, dtype, devices) -> np.ndarray | None:
+    """Pinned memory for a library call's numpy result on ``devices``, where it pays; else None.
+
+    Only for one device with memory of its own (a GPU), and results of at
+    least a megabyte; ``None`` means: use ordinary memory.
+    """
+    if len(devices) != 1 or devices[0].unified_memory or POOL_BYTES <= 0:
+        return None
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < _GRAIN:
+        return None
+    lent = _pool.take(runtime(devices[0]), nbytes)
+    return None if lent is None else lent.view(dtype).reshape(shape)

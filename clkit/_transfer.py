@@ -29,6 +29,11 @@ CHUNK = int(os.environ.get("CLKIT_STAGING_CHUNK", 64 << 20))
 SLOTS = int(os.environ.get("CLKIT_STAGING_SLOTS", 2))
 THREADS = int(os.environ.get("CLKIT_STAGING_THREADS", min(8, os.cpu_count() or 1)))
 SMALL = 1 << 20  # below this, one plain copy is quicker than the pipeline
+# A transfer shorter than PIECES chunks goes in PIECES smaller ones (at least MIN_CHUNK), so
+# that the host copies one while the device moves another: a 33 MB result in one chunk would
+# wait for the whole DMA before its copy could start.
+PIECES = 4
+MIN_CHUNK = 8 << 20
 
 _copiers = None
 _copiers_lock = threading.Lock()
@@ -38,14 +43,17 @@ def _pool() -> ThreadPoolExecutor:
     global _copiers
     with _copiers_lock:
         if _copiers is None:
-            _copiers = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="clkit-copy")
+            # THREADS split one copy; the pool has a thread per core, so that the copies of
+            # several queues (the lanes of clkit.map) run side by side.
+            _copiers = ThreadPoolExecutor(max_workers=max(THREADS, os.cpu_count() or 1),
+                                          thread_name_prefix="clkit-copy")
         return _copiers
 
 
 def _copy(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[...] = src`` for flat byte arrays, split over the copier threads."""
     n = dst.size
-    parts = min(THREADS, max(1, n // (4 << 20)))
+    parts = min(THREADS, max(1, n // (1 << 20)))
     if parts == 1:
         np.copyto(dst, src)
         return
@@ -80,12 +88,17 @@ class Staging:
         self.slots = [_Slot(context, queue, chunk) for _ in range(slots)]
         self.lock = threading.Lock()  # one transfer at a time through these buffers
 
+    def chunk_for(self, nbytes: int) -> int:
+        """The chunk size for a transfer of ``nbytes``: ``PIECES`` chunks of it, within limits."""
+        return min(self.chunk, max(MIN_CHUNK, -(-nbytes // PIECES)))
+
     def upload(self, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
         """Copy C-contiguous ``host`` into ``dst`` at byte ``offset``; returns once enqueued."""
         data = host.reshape(-1).view(np.uint8)
+        chunk = self.chunk_for(data.size)
         with self.lock:
-            for i, start in enumerate(range(0, data.size, self.chunk)):
-                piece = data[start:start + self.chunk]
+            for i, start in enumerate(range(0, data.size, chunk)):
+                piece = data[start:start + chunk]
                 slot = self.slots[i % len(self.slots)]
                 slot.wait()
                 _copy(slot.host[:piece.size], piece)
@@ -95,7 +108,8 @@ class Staging:
     def download(self, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
         """Copy ``src`` from byte ``offset`` into C-contiguous ``host``; returns when done."""
         data = host.reshape(-1).view(np.uint8)
-        starts = list(range(0, data.size, self.chunk))
+        chunk = self.chunk_for(data.size)
+        starts = list(range(0, data.size, chunk))
         with self.lock:
             pending = []
             for i, start in enumerate(starts):
@@ -103,7 +117,7 @@ class Staging:
                 if len(pending) == len(self.slots):  # every slot in flight: drain the oldest
                     self._land(pending.pop(0), data)
                 slot.wait()
-                size = min(self.chunk, data.size - start)
+                size = min(chunk, data.size - start)
                 slot.event = cl.enqueue_copy(queue, slot.host[:size], src,
                                              src_offset=offset + start, is_blocking=False)
                 pending.append((slot, start, size))

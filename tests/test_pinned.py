@@ -97,8 +97,8 @@ def test_pinned_arrays_skip_the_staging_on_a_gpu(discrete, rng, monkeypatch):
 
     image = clkit.pinned_like(rng.random((601, 700), dtype=np.float32), device=device)
     mask = rng.standard_normal((3, 3)).astype(np.float32)
-    got = ck.convolve(image, mask, device=device)  # a pinned input, an ordinary result
-    assert staged == {"upload": 0, "download": 1}
+    got = ck.convolve(image, mask, device=device)  # a pinned input; the result, pinned too
+    assert staged == {"upload": 0, "download": 0} and clkit.is_pinned(got, device)
     reference, scale = convolve_reference(np.asarray(image), mask)
     assert_close_scaled(got, reference, scale, ulps=filter_ulps(9), what="convolve")
 
@@ -111,7 +111,7 @@ def test_pinned_rows_of_a_band_go_straight_to_the_device(discrete, rng):
     ck.gaussian_blur(image, 1.5, out=out, device=[device, device])
     expected = ck.gaussian_blur(np.asarray(image).copy(), 1.5, device=device)
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-6)
-    assert staged["download"] == 1  # only the reference's ordinary result was staged
+    assert staged == {"upload": 1, "download": 0}  # the reference's ordinary input only
 
 
 def test_pinned_memory_of_another_device_is_staged(discrete, rng):
@@ -121,4 +121,46 @@ def test_pinned_memory_of_another_device_is_staged(discrete, rng):
         pytest.skip("one device only")
     a = clkit.pinned_like(rng.random(1 << 19, dtype=np.float32), device=others[0])
     np.testing.assert_array_equal(ck.vector_add(a, a, device=device), np.asarray(a) * 2)
-    assert staged == {"upload": 2, "download": 1}
+    assert staged == {"upload": 2, "download": 0}  # the result is pinned for this device
+
+
+# -- the numpy results of GPU calls: pinned blocks, reused once a result is gone -------------------
+
+def test_a_dropped_result_lends_its_memory_to_the_next(discrete, rng):
+    device, staged = discrete
+    a = rng.random((700, 800), dtype=np.float32)
+    first = ck.gaussian_blur(a, 1.0, device=device)
+    assert clkit.is_pinned(first, device)
+    address = first.ctypes.data
+    del first
+    gc.collect()
+    second = ck.gaussian_blur(a, 1.0, device=device)
+    assert second.ctypes.data == address
+    np.testing.assert_allclose(second, ck.gaussian_blur(a, 1.0, device=device), atol=1e-6)
+    assert staged["download"] == 0
+
+
+def test_a_view_keeps_a_result_from_being_reused(discrete, rng):
+    device, _ = discrete
+    a = rng.random((700, 800), dtype=np.float32)
+    result = ck.convolve(a, np.ones((3, 3), np.float32), device=device)
+    row = result[350, ::-1]
+    kept = row.copy()
+    del result
+    gc.collect()
+    other = ck.convolve(a * 7, np.ones((3, 3), np.float32), device=device)
+    assert other.ctypes.data != row.base.ctypes.data
+    np.testing.assert_array_equal(row, kept)
+    reference, _ = convolve_reference(a, np.ones((3, 3), np.float32))
+    np.testing.assert_allclose(row, reference[350, ::-1], rtol=1e-5)
+
+
+def test_results_beyond_the_pool_are_ordinary_memory(discrete, rng, monkeypatch):
+    device, staged = discrete
+    monkeypatch.setattr(_pinned, "POOL_BYTES", 2 << 20)
+    a = rng.random((1000, 1000), dtype=np.float32)  # 4 MB results: over the pool's size
+    results = [ck.vector_add(a, a, device=device) for _ in range(2)]
+    assert not any(clkit.is_pinned(r) for r in results)
+    assert staged["download"] == 2
+    for r in results:
+        np.testing.assert_array_equal(r, a + a)

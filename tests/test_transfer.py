@@ -5,7 +5,7 @@ import pyopencl as cl
 import pytest
 
 import clkit
-from clkit import _transfer
+from clkit import _pinned, _transfer
 from clkit import kernels as ck
 
 from _reference import (assert_close_scaled, assert_counts_equal, convolve_reference,
@@ -41,12 +41,19 @@ def test_staged_multidimensional_and_typed(device, rng):
 
 # -- the library's numpy-in, numpy-out calls as they run on a GPU --------------------------------
 
-def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng):
+@pytest.mark.parametrize("pool", [True, False], ids=["pinned-results", "ordinary-results"])
+def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng, monkeypatch, pool):
+    """Numpy inputs are staged; results come home into pinned memory, or staged without it."""
     device, staged = discrete
+    if not pool:
+        monkeypatch.setattr(_pinned, "POOL_BYTES", 0)
+    down = 0 if pool else 1  # staged downloads per result above 1 MiB
     a = rng.random(1 << 19, dtype=np.float32)  # 2 MiB: above the 1 MiB staging threshold
     b = rng.random(1 << 19, dtype=np.float32)
-    np.testing.assert_array_equal(ck.vector_add(a, b, device=device), a + b)
-    assert staged == {"upload": 2, "download": 1}
+    total = ck.vector_add(a, b, device=device)
+    np.testing.assert_array_equal(total, a + b)
+    assert staged == {"upload": 2, "download": down}
+    assert clkit.is_pinned(total, device) == pool
 
     image = rng.random((601, 700, 3), dtype=np.float32)  # 5 MiB in, 1.6 MiB out
     assert_close_scaled(ck.grayscale(image, device=device), gray_reference(image, "bt601"),
@@ -60,4 +67,4 @@ def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng):
 
     assert_counts_equal(ck.mandelbrot(801, 700, max_iter=64, device=device),
                         mandelbrot_reference(801, 700, max_iter=64))
-    assert staged == {"upload": 4, "download": 4}  # every input and result above 1 MiB
+    assert staged == {"upload": 4, "download": 4 * down}  # every input and result above 1 MiB

@@ -19,6 +19,7 @@ from .. import _transfer
 from .._array import _size, check_alloc
 from .._devices import Device, select, select_many
 from .._errors import ArgumentTypeError, ArgumentValueError
+from .._pinned import result_empty
 from .._program import Program, load
 from .._runtime import Runtime, runtime, runtime_of_array
 
@@ -271,8 +272,16 @@ def check_out(func: str, out, shape, dtype, on_device: bool):
     return out
 
 
-def numpy_result(shape, dtype, out) -> np.ndarray:
-    return out if out is not None else aligned_empty(shape, dtype)
+def numpy_result(shape, dtype, out, devices=()) -> np.ndarray:
+    """``out``, else a new array for a result computed on ``devices``.
+
+    On a GPU the new array is pinned memory (reused from earlier results that
+    are gone), into which the result comes by DMA with no staging copy.
+    """
+    if out is not None:
+        return out
+    pinned = result_empty(shape, dtype, devices)
+    return pinned if pinned is not None else aligned_empty(shape, dtype)
 
 
 def probe_rows(n: int, row_bytes: int) -> int:
@@ -324,7 +333,7 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
             return out
         return dst
     hosts = [host_copy(x) if on_device else x for x in inputs]
-    result = numpy_result(shape, dtype, None if on_device else out)
+    result = numpy_result(shape, dtype, None if on_device else out, devices)
     if size:
         if len(devices) == 1 and fits(devices[0], *hosts, result):
             rt = runtime(devices[0])

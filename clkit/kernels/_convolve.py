@@ -19,8 +19,8 @@ from .._runtime import runtime
 from . import _bands
 from ._common import (CL_TYPES, aligned_empty, check_dtype, check_ndim, check_number, check_out,
                       contiguous_device, device_of, device_output, devices_of, download, host_copy,
-                      host_array, is_device_array, is_multi, probe_rows, program, require_fp64,
-                      upload)
+                      host_array, is_device_array, is_multi, numpy_result, probe_rows, program,
+                      require_fp64, upload)
 
 MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
          "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
@@ -349,7 +349,7 @@ class Filter:
                 return out
             return dst
         host = host_copy(image) if on_device else np.ascontiguousarray(image)
-        result = aligned_empty(self.shape, self.acc) if on_device or out is None else out
+        result = numpy_result(self.shape, self.acc, None if on_device else out, devices)
 
         def band(rt, queue, r0, r1):
             part = result[r0:r1]

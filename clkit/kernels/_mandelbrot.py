@@ -9,8 +9,8 @@ from .._errors import ArgumentValueError
 from .._runtime import runtime
 from . import _bands
 from ._common import (CL_TYPES, aligned_empty, check_dtype, check_number, check_out, device_of,
-                      device_output, devices_of, download, is_device_array, is_multi, program,
-                      require_fp64, round_up)
+                      device_output, devices_of, download, is_device_array, is_multi, numpy_result,
+                      program, require_fp64, round_up)
 
 LOCAL = (16, 8)
 
@@ -119,7 +119,7 @@ def mandelbrot(width, height, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5, max_i
         if dst is not out:
             out[...] = dst
         return out
-    result = aligned_empty(shape, np.int32)
+    result = numpy_result(shape, np.int32, None, devices)
 
     def band(rt, queue, r0, r1):
         part = result[r0:r1]
