@@ -11,6 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import _trace
 from ._errors import ArgumentTypeError, ArgumentValueError, OutOfDeviceMemoryError
 from ._runtime import Runtime, runtime
 
@@ -45,7 +46,16 @@ def to_device(array, device=None) -> Array:
                                 "convert it to a numeric dtype first")
     rt = runtime(device)
     check_alloc(rt, host.nbytes, "to_device")
-    return _converting(lambda: cl_array.to_device(rt.queue, host), rt, host.nbytes)
+
+    def make():
+        arr = cl_array.empty(rt.queue, host.shape, host.dtype)
+        if host.nbytes:
+            t0 = _trace.active and _trace.clock()
+            event = cl.enqueue_copy(rt.queue, arr.base_data, host, is_blocking=True)
+            if t0:
+                _trace.transfer(t0, "h2d", event, rt.queue, host.nbytes, blocking=True)
+        return arr
+    return _converting(make, rt, host.nbytes)
 
 
 def empty(shape, dtype, device=None) -> Array:

@@ -27,6 +27,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import _trace
 from ._array import _OOM_CODES, _size, check_alloc
 from ._devices import Device, select
 from ._errors import (ArgumentTypeError, ArgumentValueError, LaunchError,
@@ -232,6 +233,7 @@ class Kernel:
         -------
         Launch
         """
+        t0 = _trace.active and _trace.clock()
         dev = self._pick(device, args, queue)
         bound = self._bound.get(dev) or self._bind(dev)
         convert = bound.convert
@@ -261,9 +263,13 @@ class Kernel:
         try:
             with bound.lock:
                 launch.event = launch._last = bound.knl(queue, gsize, lsize, *cl_args)
+            if t0:
+                _trace.kernel(t0, launch, queue, args)
             if launch._copies:
                 for buf, _, staging in launch._copies:
                     launch._last = cl.enqueue_copy(queue, staging, buf, is_blocking=False)
+                    if t0:
+                        _trace.transfer(0, "d2h", launch._last, queue, staging.nbytes)
         except cl.Error as exc:
             raise _launch_error(exc, bound, gsize, lsize) from exc
         launch._pending = True
@@ -469,6 +475,7 @@ def _pointer_converter(bound, p):
         if arr.nbytes == 0:
             return None
         check_alloc(rt, arr.nbytes, f"{bound.where(p)}")
+        t0 = _trace.active and _trace.clock()
         staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
         # COPY_HOST_PTR copies when the buffer is made, outside the queue: an enqueued write
         # would make the host wait for everything queued before it (pyopencl waits for a
@@ -478,6 +485,8 @@ def _pointer_converter(bound, p):
                             hostbuf=staging)
         except cl.Error as exc:
             raise _launch_error(exc, bound, (), None) from exc
+        if t0:
+            _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
         if writes:
             if launch._copies is None:
                 launch._copies = []

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyopencl as cl
 
+from . import _trace
 from ._pinned import pinned_context
 
 # Measured on an H200 host (1 GiB, 16 cores): 32-64 MiB chunks through 2 buffers with 8
@@ -98,12 +99,15 @@ class Staging:
         chunk = self.chunk_for(data.size)
         with self.lock:
             for i, start in enumerate(range(0, data.size, chunk)):
+                t0 = _trace.active and _trace.clock()
                 piece = data[start:start + chunk]
                 slot = self.slots[i % len(self.slots)]
                 slot.wait()
                 _copy(slot.host[:piece.size], piece)
                 slot.event = cl.enqueue_copy(queue, dst, slot.host[:piece.size],
                                              dst_offset=offset + start, is_blocking=False)
+                if t0:
+                    _trace.transfer(t0, "h2d", slot.event, queue, piece.size)
 
     def download(self, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
         """Copy ``src`` from byte ``offset`` into C-contiguous ``host``; returns when done."""
@@ -113,6 +117,7 @@ class Staging:
         with self.lock:
             pending = []
             for i, start in enumerate(starts):
+                t0 = _trace.active and _trace.clock()
                 slot = self.slots[i % len(self.slots)]
                 if len(pending) == len(self.slots):  # every slot in flight: drain the oldest
                     self._land(pending.pop(0), data)
@@ -120,6 +125,8 @@ class Staging:
                 size = min(chunk, data.size - start)
                 slot.event = cl.enqueue_copy(queue, slot.host[:size], src,
                                              src_offset=offset + start, is_blocking=False)
+                if t0:
+                    _trace.transfer(t0, "d2h", slot.event, queue, size)
                 pending.append((slot, start, size))
             for item in pending:
                 self._land(item, data)
@@ -154,10 +161,12 @@ def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None
     (``host`` must stay unchanged until the queue's work has finished);
     other large arrays are staged through pinned memory.
     """
-    if _pinned_here(rt, host):
-        cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=False)
-    elif host.nbytes < SMALL or rt.device.unified_memory:  # one plain copy on a CPU driver
-        cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=True)
+    pinned = _pinned_here(rt, host)
+    if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy (plain on a CPU)
+        t0 = _trace.active and _trace.clock()
+        event = cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=not pinned)
+        if t0:
+            _trace.transfer(t0, "h2d", event, queue, host.nbytes, blocking=not pinned)
     else:
         staging(rt, queue).upload(queue, dst, host, offset)
 
@@ -165,7 +174,10 @@ def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None
 def download(rt, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
     """Copy device buffer ``src`` into ``host`` (blocking), by DMA when pinned, else staged."""
     if host.nbytes < SMALL or rt.device.unified_memory or _pinned_here(rt, host):
-        cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
+        t0 = _trace.active and _trace.clock()
+        event = cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
+        if t0:
+            _trace.transfer(t0, "d2h", event, queue, host.nbytes, blocking=True)
     else:
         staging(rt, queue).download(queue, src, host, offset)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from .. import _transfer
+from .. import _trace, _transfer
 from .._array import _size, check_alloc
 from .._devices import Device, select, select_many
 from .._errors import ArgumentTypeError, ArgumentValueError
@@ -158,7 +158,10 @@ def host_copy(a: cl_array.Array) -> np.ndarray:
     lo = a.offset + sum(min(0, e) for e in ends)
     hi = a.offset + sum(max(0, e) for e in ends) + a.dtype.itemsize
     span = np.empty(hi - lo, np.uint8)
-    cl.enqueue_copy(a.queue, span, a.base_data, src_offset=lo)
+    t0 = _trace.active and _trace.clock()
+    event = cl.enqueue_copy(a.queue, span, a.base_data, src_offset=lo)
+    if t0:
+        _trace.transfer(t0, "d2h", event, a.queue, span.nbytes, blocking=True)
     view = np.ndarray(a.shape, a.dtype, buffer=span, offset=a.offset - lo, strides=a.strides)
     return np.ascontiguousarray(view)
 
@@ -239,8 +242,11 @@ def download(arr: cl_array.Array, host: np.ndarray) -> np.ndarray:
         return host
     if getattr(arr, "host_ref", None) is host:
         # The buffer is host's own memory: mapping it makes the device's writes visible.
-        mapped, _ = cl.enqueue_map_buffer(arr.queue, arr.base_data, cl.map_flags.READ, 0,
-                                          (arr.nbytes,), np.uint8)
+        t0 = _trace.active and _trace.clock()
+        mapped, event = cl.enqueue_map_buffer(arr.queue, arr.base_data, cl.map_flags.READ, 0,
+                                              (arr.nbytes,), np.uint8)
+        if t0:
+            _trace.transfer(t0, "d2h", event, arr.queue, arr.nbytes, True, "d2h (map)")
         mapped.base.release(arr.queue)
         arr.queue.finish()
         return host

@@ -1,0 +1,283 @@
+"""clkit.trace(): the kernels and transfers of a block, their device times, the JSON and the plot.
+
+The expected sequences are written out from what each call has to move: a numpy image goes
+to the device and back (or, where the device shares memory with the host, is used in place
+and only mapped back), a user kernel's numpy argument is copied at buffer creation and read
+back after the kernel, device arrays stay put.
+"""
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import ndimage
+
+import clkit
+from clkit import _trace
+from clkit.kernels import gaussian_blur, vector_add
+
+REPO = Path(__file__).resolve().parent.parent
+TWICE = "__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2.0f; }"
+SMALL_ARGUMENT = 1024  # masks and tables a library kernel takes as numpy arguments are smaller
+
+
+def main_events(t):
+    """The trace's events but the small tables (masks, row maps) copied at buffer creation."""
+    kept = []
+    for e in t.events:
+        if e["name"] == "h2d (buffer creation)" and e["bytes"] < SMALL_ARGUMENT:
+            continue
+        kept.append(e)
+    return kept
+
+
+def test_a_known_sequence_gives_exactly_its_events(device, rng):
+    image = rng.random((61, 67), dtype=np.float32)  # 16348 bytes
+    x = rng.random(1000, dtype=np.float32)  # 4000 bytes
+    twice = clkit.Program.from_source(TWICE).twice
+    # Build outside the trace so that the block's host times are the calls' own.
+    gaussian_blur(image, 2.0, device=device), twice(x.copy(), device=device)
+    vector_add(x, x, device=device)
+    with clkit.trace() as t:
+        blurred = gaussian_blur(image, 2.0, device=device)
+        doubled = x.copy()
+        twice(doubled, device=device)
+        total = vector_add(x, x, device=device)
+    np.testing.assert_allclose(blurred, ndimage.gaussian_filter(image, 2.0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(doubled, 2 * x)
+    np.testing.assert_array_equal(total, x + x)
+
+    got = [(e["kind"], e["name"], e["bytes"]) for e in main_events(t)]
+    user = [("h2d", "h2d (buffer creation)", 4000), ("kernel", "twice", 4000), ("d2h", "d2h", 4000)]
+    if device.unified_memory:  # numpy inputs used in place, outputs mapped back
+        want = [("kernel", "convolve_rows", None), ("kernel", "convolve_cols", None),
+                ("d2h", "d2h (map)", 16348), *user,
+                ("kernel", "vector_add", 12000), ("d2h", "d2h (map)", 4000)]
+    else:
+        want = [("h2d", "h2d", 16348), ("kernel", "convolve_rows", None),
+                ("kernel", "convolve_cols", None), ("d2h", "d2h", 16348), *user,
+                ("h2d", "h2d", 4000), ("h2d", "h2d", 4000), ("kernel", "vector_add", 12000),
+                ("d2h", "d2h", 4000)]
+    # A convolution kernel's bytes also count its mask and row map: compare those apart.
+    assert [g if g[0] != "kernel" or g[1] == "twice" or g[1] == "vector_add" else g[:2] + (None,)
+            for g in got] == want
+    assert all(e["device"] == device.id and e["thread"] == threading.current_thread().name
+               for e in t.events), t.events
+    assert all(e["kind"] == "h2d" and e["start_ms"] is None for e in t.events
+               if e["name"] == "h2d (buffer creation)"), t.events
+
+    timed = [e for e in t.events if e["start_ms"] is not None]
+    # Oclgrind's clock ticks in microseconds: a small copy there may last no tick.
+    assert all(e["end_ms"] > e["start_ms"] or device.simulator and e["kind"] != "kernel"
+               and e["end_ms"] == e["start_ms"] for e in timed), timed
+    # Inside the block, to within the uncertainty of mapping the device's clock to the host's.
+    assert all(-0.002 <= e["start_ms"] and e["end_ms"] <= t.wall_ns / 1e6 + 0.002
+               for e in timed), (timed, t.wall_ns)
+    for queue in {e["queue"] for e in timed}:
+        on_queue = sorted((e for e in timed if e["queue"] == queue), key=lambda e: e["start_ms"])
+        for a, b in zip(on_queue, on_queue[1:]):
+            assert a["end_ms"] <= b["start_ms"] + 1e-6, (a, b)  # one in-order queue
+    assert sum(e["end_ms"] - e["start_ms"] for e in timed) <= t.wall_ns / 1e6
+    # Events are listed in the order enqueued, which on one queue is the order they ran.
+    queue0 = [e for e in timed if e["queue"] == 0]
+    assert queue0 == sorted(queue0, key=lambda e: e["start_ms"])
+
+
+def test_staged_copies_give_one_event_per_chunk(device, rng):
+    import pyopencl as cl
+    from clkit import _transfer
+    rt = clkit.runtime(device)
+    host = rng.integers(0, 255, 5000, dtype=np.uint8)
+    buf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, host.nbytes)
+    back = np.zeros_like(host)
+    staging = _transfer.Staging(rt.context, rt.queue, chunk=1024, slots=2)
+    with clkit.trace() as t:
+        staging.upload(rt.queue, buf, host)
+        staging.download(rt.queue, buf, back)
+    np.testing.assert_array_equal(back, host)
+    chunks = [1024] * 4 + [904]
+    assert [(e["kind"], e["bytes"]) for e in t.events] == \
+        [("h2d", n) for n in chunks] + [("d2h", n) for n in chunks]
+    assert all(e["queue"] == 0 and e["end_ms"] >= e["start_ms"] for e in t.events)
+
+
+def test_summary_rows_count_the_calls(device, rng):
+    x = rng.random(4096, dtype=np.float32)
+    a = clkit.to_device(x, device=device)
+    vector_add(a, a)
+    with clkit.trace() as t:
+        for _ in range(3):
+            vector_add(a, a)
+        back = clkit.to_device(x, device=device)
+    np.testing.assert_array_equal(back.get(), x)
+    lines = t.summary().splitlines()
+    assert lines[0].startswith("clkit trace: 4 commands in ")
+    header = lines[1].split()
+    assert header == ["device", "kind", "name", "calls", "total", "ms", "mean", "ms", "GB/s",
+                      "%", "wall", "host", "ms"]
+    row = next(r.split() for r in lines if " vector_add " in r)
+    assert row[:4] == [device.id, "kernel", "vector_add", "3"]
+    kernels = [e for e in t.events if e["kind"] == "kernel"]
+    total_ms = sum(e["end_ms"] - e["start_ms"] for e in kernels)
+    assert float(row[4]) == pytest.approx(total_ms, abs=2e-3)
+    gbs = 3 * 3 * x.nbytes / (total_ms * 1e6)  # three arrays per call, each counted once
+    assert float(row[6]) == pytest.approx(gbs, rel=0.05, abs=0.01)
+    upload = next(r.split() for r in lines if " h2d " in r)
+    assert upload[:4] == [device.id, "h2d", "h2d", "1"]
+    assert any(r.startswith(f"device {device.id} queue 0: busy ") and "idle waiting for the host"
+               in r for r in lines)
+
+
+def test_the_json_has_the_trace_event_fields(device, tmp_path):
+    x = np.arange(1000, dtype=np.float32)
+    with clkit.trace() as t:
+        vector_add(x, x, device=device)
+    path = tmp_path / "trace.json"
+    t.save(path)
+    data = json.loads(path.read_text())
+    complete = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert complete, data
+    for e in complete:
+        assert {"ph", "ts", "dur", "pid", "tid", "name"} <= set(e)
+        assert e["dur"] >= 0 and e["ts"] >= 0
+    names = {(e["pid"], e["tid"], e["name"]): e["args"]["name"]
+             for e in data["traceEvents"] if e["ph"] == "M"}
+    assert names[0, 0, "process_name"] == "host"
+    kernel = next(e for e in complete if e["cat"] == "kernel")
+    assert kernel["name"] == "vector_add" and kernel["pid"] != 0
+    assert names[kernel["pid"], 0, "process_name"] == f"device {device}"
+    assert names[kernel["pid"], kernel["tid"], "thread_name"] == "queue 0"
+    host = [e for e in complete if e["pid"] == 0]
+    assert [e["name"] for e in host] == [e["name"] for e in t.events]
+
+
+def test_threads_and_queues_get_their_own_tracks(device, tmp_path):
+    twice = clkit.Program.from_source(TWICE).twice
+    rt = clkit.runtime(device)
+    queues = [rt.new_queue(), rt.new_queue()]
+    arrays = [clkit.to_device(np.full(512, i + 1, np.float32), device=device) for i in range(2)]
+    twice(arrays[0], device=device)
+    arrays[0].set(np.full(512, 1, np.float32))
+    barrier = threading.Barrier(2)
+    # Oclgrind runs one kernel at a time: there the threads take turns.
+    turns = threading.Lock() if device.simulator else contextlib.nullcontext()
+
+    def work(i):
+        barrier.wait()
+        for _ in range(3):
+            with turns:
+                twice(arrays[i], queue=queues[i])
+
+    with clkit.trace() as t:
+        threads = [threading.Thread(target=work, args=(i,), name=f"worker-{i}") for i in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    for i in range(2):
+        np.testing.assert_array_equal(arrays[i].get(), np.full(512, (i + 1) * 8, np.float32))
+    by_thread = {}
+    for e in t.events:
+        by_thread.setdefault(e["thread"], set()).add(e["queue"])
+    assert set(by_thread) == {"worker-0", "worker-1"}
+    assert len(t.events) == 6
+    q0, q1 = by_thread["worker-0"], by_thread["worker-1"]
+    assert len(q0) == len(q1) == 1 and q0 != q1 and 0 not in q0 | q1  # not the runtime's queue
+    data = t.to_json()["traceEvents"]
+    host_tids = {e["tid"] for e in data if e["ph"] == "X" and e["pid"] == 0}
+    device_tids = {e["tid"] for e in data if e["ph"] == "X" and e["pid"] != 0}
+    assert len(host_tids) == 2 and device_tids == q0 | q1
+
+
+def test_device_all_puts_each_band_on_its_device():
+    usable = [d for d in clkit.devices() if not d.simulator]
+    sims = [d for d in clkit.devices() if d.simulator]
+    devices = usable if len(usable) >= 2 else usable[:1] + sims[:1]
+    if len(devices) < 2:
+        pytest.skip("needs two OpenCL devices (e.g. POCL_DEVICES='pthread pthread')")
+    spec = "all" if devices == usable else devices
+    a = np.arange(1 << 16, dtype=np.float32)
+    with clkit.trace() as t:
+        total = vector_add(a, a, device=spec)
+    np.testing.assert_array_equal(total, a + a)
+    kernels = [e for e in t.events if e["kind"] == "kernel"]
+    assert {e["device"] for e in kernels} == {d.id for d in devices}
+    assert all(0 < e["bytes"] <= 3 * a.nbytes for e in kernels)  # each band is a part
+    processes = {e["pid"]: e["args"]["name"] for e in t.to_json()["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "process_name"}
+    for e in t.to_json()["traceEvents"]:
+        if e["ph"] == "X" and e["pid"] != 0:
+            assert processes[e["pid"]].startswith(f"device {e['args']['device']} ")
+
+
+def test_nothing_is_recorded_outside_a_trace(device):
+    x = np.ones(100, np.float32)
+    vector_add(x, x, device=device)
+    with clkit.trace() as t:
+        pass
+    vector_add(x, x, device=device)
+    assert t.events == [] and _trace.active == ()
+    with clkit.trace() as outer:
+        vector_add(x, x, device=device)
+        with clkit.trace() as inner:
+            vector_add(x, x, device=device)
+        vector_add(x, x, device=device)
+    vector_add(x, x, device=device)
+    kernels = [e["name"] for e in outer.events if e["kind"] == "kernel"]
+    assert kernels == ["vector_add"] * 3
+    assert [e["name"] for e in inner.events if e["kind"] == "kernel"] == ["vector_add"]
+    assert _trace.active == ()
+
+
+def test_a_full_trace_counts_what_it_drops(device):
+    twice = clkit.Program.from_source(TWICE).twice
+    a = clkit.to_device(np.ones(64, np.float32), device=device)
+    with clkit.trace(limit=3) as t:
+        for _ in range(5):
+            twice(a)
+    np.testing.assert_array_equal(a.get(), np.full(64, 32, np.float32))
+    assert len(t.events) == 3 and t.dropped == 2
+    assert "2 later commands were not recorded (the trace keeps 3; pass " \
+           "clkit.trace(limit=...) for more)" in t.summary()
+    assert t.to_json()["otherData"]["dropped"] == 2
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, True])
+def test_bad_limit(limit):
+    with pytest.raises(ValueError, match="trace: limit must be a positive number of records"):
+        clkit.trace(limit=limit)
+
+
+def test_plot_writes_an_image(device, tmp_path):
+    x = np.ones(1000, np.float32)
+    with clkit.trace() as t:
+        vector_add(x, x, device=device)
+    path = tmp_path / "timeline.png"
+    t.plot(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def child_env(**more):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(more)
+    return env
+
+
+def test_clkit_trace_environment_writes_the_file_at_exit(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text("import numpy as np\nfrom clkit.kernels import vector_add\n"
+                      "x = np.ones(100, np.float32)\nprint(vector_add(x, x).sum())\n")
+    out = tmp_path / "whole.json"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=child_env(CLKIT_TRACE=str(out)), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "200.0"
+    events = json.loads(out.read_text())["traceEvents"]
+    assert [e["name"] for e in events if e["ph"] == "X" and e["cat"] == "kernel"] == ["vector_add"]
