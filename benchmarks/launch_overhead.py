@@ -1,6 +1,6 @@
 """Launch overhead, clkit against raw pyopencl, with the two variants interleaved.
 
-    python benchmarks/launch_overhead.py [DEVICE] [--rounds 101] [--calls 200]
+    python benchmarks/launch_overhead.py [DEVICE] [--rounds 101] [--calls 200] [--trace]
 
 The pytest-benchmark groups of test_launch_overhead.py run one variant after
 the other; on a CPU driver the cost of waking its threads drifts from minute
@@ -11,6 +11,7 @@ the medians over the rounds are compared.  Two pairs: waiting for each kernel
 (clkit's default; raw: ``.wait()`` on the event) and enqueueing only
 (``wait=False``; raw: the call alone, the queue finished after each round).
 Last, clkit's own work per call alone: the enqueue replaced by a stub.
+``--trace`` runs it all inside ``clkit.trace()``: the cost of recording each launch.
 """
 
 import argparse
@@ -30,7 +31,18 @@ def main(argv=None):
     ap.add_argument("device", nargs="?", default=None)
     ap.add_argument("--rounds", type=int, default=101)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--trace", action="store_true",
+                    help="measure inside clkit.trace(), which records every clkit launch")
     opts = ap.parse_args(argv)
+    if not opts.trace:
+        measure(opts)
+        return
+    with clkit.trace(limit=1 << 20) as t:
+        measure(opts)
+    print(f"inside clkit.trace(): {len(t.events)} launches recorded, {t.dropped} dropped")
+
+
+def measure(opts):
     dev = clkit.select(opts.device)
     rt = clkit.runtime(dev)
     queue = rt.queue

@@ -225,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import _cli_images  # noqa: F401  registers the image commands (it imports this module)
     from . import _cli_check  # noqa: F401  registers `clkit check`
     from . import _cli_bench  # noqa: F401  registers `clkit bench`
+    from . import _cli_trace  # noqa: F401  registers `clkit trace`
     parser = _Parser(prog="clkit", description="Run OpenCL kernels on any device.")
     parser.add_argument("--version", action="version", version=f"clkit {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

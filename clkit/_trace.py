@@ -104,6 +104,7 @@ def transfer(t0: int, kind: str, event, queue, nbytes: int, blocking=False, name
     """A copy between host and device (``kind`` "h2d" or "d2h") was enqueued on ``queue``.
 
     ``t0`` is when the clkit code that enqueued it started (0: just now);
+    ``nbytes`` is None where nothing is copied (mapping memory the device shares);
     ``blocking`` says that the enqueue returned only once the copy was done.
     """
     _add(_Record(kind, name or kind, nbytes, None, queue, event, t0, blocking))
@@ -161,6 +162,9 @@ class Trace:
 
     def _begin(self):
         global active
+        if self._t_start is not None:
+            raise ClkitError("this trace has already recorded a block; start another with "
+                             "clkit.trace()")
         self._t_start = clock()
         with _active_lock:
             active = active + (self,)

@@ -21,7 +21,7 @@ def test_the_tutorials_are_there():
     names = [p.name for p in EXAMPLES]
     for expected in ("01_hello_world.py", "02_devices.py", "03_vector_add.py", "04_grayscale.py",
                      "05_convolution.py", "06_mandelbrot.py", "07_depth_to_points.py",
-                     "08_multi_device.py", "09_mpi.py"):
+                     "08_multi_device.py", "09_mpi.py", "10_where_time_goes.py"):
         assert expected in names
 
 

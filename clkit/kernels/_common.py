@@ -246,7 +246,7 @@ def download(arr: cl_array.Array, host: np.ndarray) -> np.ndarray:
         mapped, event = cl.enqueue_map_buffer(arr.queue, arr.base_data, cl.map_flags.READ, 0,
                                               (arr.nbytes,), np.uint8)
         if t0:
-            _trace.transfer(t0, "d2h", event, arr.queue, arr.nbytes, True, "d2h (map)")
+            _trace.transfer(t0, "d2h", event, arr.queue, None, True, "d2h (map)")  # no copy
         mapped.base.release(arr.queue)
         arr.queue.finish()
         return host
