@@ -430,7 +430,7 @@ class _Tracks:
         for rec in records:
             if rec.queue is not None and (rec.device, rec.queue) not in self.queues:
                 rt = runtime_of_queue(rec.queue)
-                own = rt is not None and rt.queue is rec.queue
+                own = rt is not None and rt.own_queue is rec.queue
                 taken = [n for (d, _), n in self.queues.items() if d == rec.device]
                 self.queues[rec.device, rec.queue] = 0 if own else max(taken + [0]) + 1
             if rec.queued is not None:
