@@ -226,3 +226,27 @@ def test_bad_arguments_say_what_to_pass():
     with raises_argument_error("images must be an iterable"):
         clkit.map(ck.grayscale, 3)
     assert list(clkit.map(ck.grayscale, [])) == []
+
+
+def test_on_a_gpu_each_image_stays_on_its_lane(discrete, rng, monkeypatch):
+    """A lane's image is not cut into tiles on the device's shared queues: the lane's queue only."""
+    from clkit import _transfer
+    from clkit.kernels import _bands
+    device, staged = discrete
+    monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
+    lane_queues = {id(q) for q in clkit._map._queues(clkit.runtime(device), 8)}
+    used = []
+    real_upload = _transfer.upload
+
+    def upload(rt, queue, *args, **kwargs):
+        used.append(id(queue))
+        return real_upload(rt, queue, *args, **kwargs)
+
+    monkeypatch.setattr(_transfer, "upload", upload)
+    mask = rng.standard_normal((3, 3)).astype(np.float32)
+    images = [rng.random((1000 + i, 600), dtype=np.float32) for i in range(6)]  # 2.4 MB each
+    for image, result in zip(images, clkit.map(ck.convolve, images, mask, device=device)):
+        expected, scale = convolve_reference(image, mask)
+        assert_close_scaled(result, expected, scale, ulps=filter_ulps(9), what="convolve")
+    assert len(used) == 6 and set(used) <= lane_queues
+    assert staged["upload"] == 6

@@ -27,13 +27,23 @@ from .._errors import OutOfDeviceMemoryError
 from .._runtime import Runtime, runtime
 
 QUEUES_PER_DEVICE = 2
+# A numpy job of at least PIPELINE_BYTES on a GPU goes in PIPELINE_TILES tiles over the
+# device's queues, so that one tile's upload overlaps another's kernels and download.
+PIPELINE_BYTES = 32 << 20
+PIPELINE_TILES = 4
 _speeds: dict = {}
 _speeds_lock = threading.Lock()
 _queues: dict = {}
 
 
 def queues(rt: Runtime, n: int = QUEUES_PER_DEVICE) -> list:
-    """``n`` extra in-order queues of a device, made once."""
+    """``n`` extra in-order queues of a device, made once.
+
+    In a lane of :func:`clkit.map`, the lane's own queue only: the lanes
+    already overlap one image's transfers with another's kernels.
+    """
+    if rt.queue is not rt.own_queue:
+        return [rt.queue]
     with _speeds_lock:
         have = _queues.setdefault(rt.device, [])
         while len(have) < n:
@@ -99,6 +109,18 @@ def tile_rows(device: Device, row_bytes: int, halo_rows: int = 0, halo_row_bytes
             f"{device} (a tile may use {budget} bytes: max allocation {device.max_alloc}, "
             f"memory {device.global_mem})")
     return rows
+
+
+def pipeline_rows(device: Device, rows: int, nbytes: int) -> int:
+    """Rows per tile that let a numpy job of ``nbytes`` overlap its transfers on ``device``.
+
+    ``rows`` (one piece) on devices that share memory with the host, for small
+    jobs, and in a lane of :func:`clkit.map`.
+    """
+    if device.unified_memory or nbytes < PIPELINE_BYTES or \
+            runtime(device).queue is not runtime(device).own_queue:
+        return rows
+    return max(1, -(-rows // PIPELINE_TILES))
 
 
 def run(plan: list[tuple[Device, int, int]], band, max_rows) -> None:

@@ -340,8 +340,10 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
         return dst
     hosts = [host_copy(x) if on_device else x for x in inputs]
     result = numpy_result(shape, dtype, None if on_device else out, devices)
+    nbytes = sum(x.nbytes for x in hosts) + result.nbytes
     if size:
-        if len(devices) == 1 and fits(devices[0], *hosts, result):
+        if len(devices) == 1 and fits(devices[0], *hosts, result) and \
+                _bands.pipeline_rows(devices[0], shape[0], nbytes) >= shape[0]:
             rt = runtime(devices[0])
             srcs = [upload(rt, x, align=align) for x in hosts]
             dst = device_output(rt, result, shape, dtype, align=align)
@@ -355,7 +357,7 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
                 launch(rt, srcs, dst, queue)
                 download(dst, part)
 
-            row_bytes = (sum(x.nbytes for x in hosts) + result.nbytes) // shape[0]
+            row_bytes = nbytes // shape[0]
 
             def probe(dev):
                 k = probe_rows(shape[0], row_bytes)
@@ -364,7 +366,8 @@ def apply(func: str, device, inputs: list, out, shape, dtype, launch, align=INPU
 
             key = (func, tuple(x.dtype for x in hosts), tuple(x.shape[1:] for x in hosts))
             plan = _bands.proportional(devices, shape[0], key, probe)
-            _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, row_bytes))
+            _bands.run(plan, band, lambda dev: min(_bands.tile_rows(dev, row_bytes),
+                                                   _bands.pipeline_rows(dev, shape[0], nbytes)))
     if on_device:
         dst = out if out is not None else cl_array.empty(runtime(home).queue, shape, dtype)
         dst.set(result)

@@ -374,8 +374,9 @@ class Filter:
         key = (func, self.dtype, self.shape[1:], self.corr.shape, self.factors is not None)
         plan = _bands.proportional(devices, height, key, probe) if multi else \
             [(home, 0, height)]
-        _bands.run(plan, band, lambda dev: _bands.tile_rows(
-            dev, row_bytes, halo, host[:1].nbytes + tmp_row, what="image"))
+        _bands.run(plan, band, lambda dev: min(
+            _bands.tile_rows(dev, row_bytes, halo, host[:1].nbytes + tmp_row, what="image"),
+            _bands.pipeline_rows(dev, height, host.nbytes + result.nbytes)))
         if on_device:
             dst = out if out is not None else cl_array.empty(runtime(home).queue, self.shape,
                                                              self.acc)
