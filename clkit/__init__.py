@@ -6,10 +6,11 @@ or use the ready kernels of :mod:`clkit.kernels`.
 """
 
 from ._array import Array, empty, to_device
+from ._convert import LocalMemory
 from ._devices import Device, devices, select
 from ._errors import (ArgumentTypeError, ArgumentValueError, BuildError, ClkitError,
                       DeviceNotFoundError, LaunchError, NoOpenCLError, OutOfDeviceMemoryError)
-from ._launch import Kernel, Launch, LocalMemory
+from ._launch import Kernel, Launch
 from ._map import map
 from ._pinned import is_pinned, pinned_empty, pinned_like
 from ._program import Program, load

@@ -13,7 +13,7 @@ import pyopencl.array as cl_array
 
 from . import _trace
 from ._errors import ArgumentTypeError, ArgumentValueError, OutOfDeviceMemoryError
-from ._runtime import Runtime, runtime
+from ._runtime import Runtime, driver_error, runtime
 
 Array = cl_array.Array
 
@@ -55,7 +55,7 @@ def to_device(array, device=None) -> Array:
             if t0:
                 _trace.transfer(t0, "h2d", event, rt.queue, host.nbytes, blocking=True)
         return arr
-    return _converting(make, rt, host.nbytes)
+    return _converting(make, rt, host.nbytes, "to_device")
 
 
 def empty(shape, dtype, device=None) -> Array:
@@ -80,7 +80,7 @@ def empty(shape, dtype, device=None) -> Array:
     dims, dtype, nbytes = check_shape("empty", shape, dtype)
     rt = runtime(device)
     check_alloc(rt, nbytes, "empty")
-    return _converting(lambda: cl_array.empty(rt.queue, shape, dtype), rt, nbytes)
+    return _converting(lambda: cl_array.empty(rt.queue, shape, dtype), rt, nbytes, "empty")
 
 
 def check_shape(what: str, shape, dtype) -> tuple[tuple, np.dtype, int]:
@@ -107,19 +107,13 @@ def check_alloc(rt: Runtime, nbytes: int, what: str) -> None:
             "which stream large inputs in tiles", device=dev)
 
 
-def _converting(make, rt: Runtime, nbytes: int):
+def _converting(make, rt: Runtime, nbytes: int, what: str = "allocation"):
     try:
         return make()
-    except (cl.MemoryError, cl.Error) as exc:
-        if isinstance(exc, cl.MemoryError) or exc.code in _OOM_CODES:
-            raise OutOfDeviceMemoryError(
-                f"cannot allocate {_size(nbytes)} on {rt.device} "
-                f"({_size(rt.device.global_mem)} in all): {exc}") from exc
-        raise
-
-
-_OOM_CODES = (cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, cl.status_code.OUT_OF_RESOURCES,
-              cl.status_code.OUT_OF_HOST_MEMORY)
+    except cl.Error as exc:
+        raise driver_error(exc, rt, f"{what}: allocating {_size(nbytes)}",
+                           advice=f"it has {_size(rt.device.global_mem)} in all: free device "
+                           "arrays no longer needed, or use smaller ones") from exc
 
 
 def _size(nbytes: int) -> str:

@@ -20,7 +20,7 @@ import pyopencl as cl
 from . import _cache, _oclgrind
 from ._devices import Device
 from ._errors import BuildError
-from ._runtime import runtime
+from ._runtime import on_loss, runtime
 from ._signature import from_arg_info, query_arg_info
 from ._source import Source, library_dir
 
@@ -75,6 +75,16 @@ def forget() -> None:
     """Drop every in-memory build (the disk cache stays): for tests and benchmarks."""
     with _lock:
         _builds.clear()
+
+
+def _forget_context(rt) -> None:
+    # A lost context's programs cannot run in the new one; the disk cache rebuilds them fast.
+    with _lock:
+        for k in [k for k in _builds if k[2] == rt.device]:
+            del _builds[k]
+
+
+on_loss(_forget_context)
 
 
 def _compile(source: Source, options: tuple, device: Device) -> Built:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pyopencl as cl
 
 from . import _icd, _oclgrind
-from ._errors import ArgumentTypeError, DeviceNotFoundError, NoOpenCLError
+from ._errors import ArgumentTypeError, ClkitError, DeviceNotFoundError, NoOpenCLError
 
 TYPES = ("gpu", "cpu", "accelerator")
 _TYPE_RANK = {"gpu": 0, "cpu": 1}
@@ -121,6 +121,24 @@ def _describe(pid: int, did: int, platform, cl_device) -> Device:
 
 _lock = threading.Lock()
 _all: list[Device] | None = None
+_opencl_pid: int | None = None  # the process that first called into OpenCL
+
+
+def check_process() -> None:
+    """Refuse to go on in a process forked after OpenCL was first used.
+
+    A forked child inherits the driver's state but not its threads, so its
+    first wait on a device can hang for ever (PoCL) or fail obscurely
+    (NVIDIA); it is stopped here, before any OpenCL call.
+    """
+    if _opencl_pid is not None and _opencl_pid != os.getpid():
+        raise ClkitError(
+            f"this process was forked from process {_opencl_pid} after that one had used "
+            "OpenCL, and OpenCL drivers do not work in a forked copy of a process (they hang "
+            "or fail). Start worker processes with the 'spawn' or 'forkserver' method "
+            "(multiprocessing.get_context('spawn').Pool(), or ProcessPoolExecutor("
+            "mp_context=multiprocessing.get_context('spawn'))), use threads, or fork before "
+            "the first clkit call")
 
 
 def all_devices() -> list[Device]:
@@ -128,9 +146,11 @@ def all_devices() -> list[Device]:
 
     Enumerated once per process: the ICD loader reads its drivers only once.
     """
-    global _all
+    global _all, _opencl_pid
+    check_process()  # before the lock, which a forked child may inherit held
     with _lock:
         if _all is None:
+            _opencl_pid = os.getpid()
             _oclgrind.apply_debug_environment()  # CLKIT_DEBUG=oclgrind: before drivers load
             try:
                 platforms = cl.get_platforms()

@@ -1,18 +1,12 @@
 """The uniform launch API: calling a kernel like a Python function.
 
-Each kernel parameter gets a converter, made once per device from the
-kernel's signature, that checks one argument and turns it into what
-pyopencl passes to the driver:
-
-- ``__global``/``__constant`` pointers take a numpy array (checked against
-  the element type, uploaded, and copied back after the kernel when the
-  pointer is not ``const``), a device array (used in place), a buffer, or
-  ``None`` for a null pointer (an optional buffer the kernel tests for);
-- ``__local`` pointers take :class:`LocalMemory`;
-- by-value parameters take Python or numpy numbers, range-checked and
-  converted to the declared type (vectors take a sequence).
-
-Errors name the kernel, the parameter and its declared type.
+A :class:`Kernel` is bound once per device runtime (the pyopencl kernel, a
+converter per parameter from :mod:`clkit._convert`, the work-group limits);
+a call then checks and converts its arguments, sets them on the kernel and
+enqueues it.  Device arrays and plain numbers take a short path that skips
+the general converters; by-value arguments equal to the previous call's are
+not set again (the kernel keeps them), since on CPU drivers setting an
+argument can cost as much as the enqueue itself.
 """
 
 from __future__ import annotations
@@ -21,6 +15,7 @@ import contextlib
 import contextvars
 import math
 import os
+import struct
 import threading
 
 import numpy as np
@@ -28,40 +23,16 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import _trace
-from ._array import _OOM_CODES, _size, check_alloc
-from ._devices import Device, select
-from ._errors import (ArgumentTypeError, ArgumentValueError, LaunchError,
-                      OutOfDeviceMemoryError)
-from ._runtime import Runtime, runtime, runtime_of_array, runtime_of_queue
+from ._array import _size
+from ._convert import converter
+from ._devices import Device, check_process, select
+from ._errors import ArgumentTypeError, ArgumentValueError
+from ._runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime, runtime_of_array,
+                       runtime_of_queue)
 from ._signature import Param
 
-
-class LocalMemory:
-    """Work-group local memory for a ``__local`` pointer parameter.
-
-    Parameters
-    ----------
-    nbytes : int
-        Size in bytes, per work-group.
-
-    Examples
-    --------
-    >>> import clkit
-    >>> clkit.LocalMemory(256 * 4).nbytes
-    1024
-    """
-
-    __slots__ = ("nbytes", "_cl")
-
-    def __init__(self, nbytes):
-        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise ArgumentValueError(f"LocalMemory needs a positive number of bytes, got {nbytes!r}")
-        self.nbytes = int(nbytes)
-        self._cl = cl.LocalMemory(self.nbytes)
-
-    def __repr__(self):
-        return f"LocalMemory({self.nbytes})"
-
+_Array = cl_array.Array
+_enqueue = cl.enqueue_nd_range_kernel  # the one place kernels are enqueued (Kernel.__call__)
 
 _recording: contextvars.ContextVar = contextvars.ContextVar("clkit_recording", default=None)
 
@@ -100,17 +71,22 @@ class Launch:
     reads the kernel's start and end from the profiling event.
     """
 
-    __slots__ = ("kernel", "device", "event", "_last", "_pending", "_ms", "_count", "_copies")
+    __slots__ = ("kernel", "_rt", "event", "_last", "_pending", "_ms", "_count", "_copies")
 
-    def __init__(self, kernel, device):
+    def __init__(self, kernel, rt):
         self.kernel = kernel
-        self.device = device
+        self._rt = rt
         self.event = None  # the kernel's event; None when nothing ran (an empty global size)
         self._last = None  # the last command of the launch: the kernel or its last copy back
         self._pending = False
         self._ms = None
         self._count = None  # while converting arguments: element count of the first array
         self._copies = None  # (buffer, target array, contiguous staging array) to copy back
+
+    @property
+    def device(self) -> Device:
+        """The device the kernel ran on."""
+        return self._rt.device
 
     def wait(self) -> "Launch":
         """Block until the kernel and its copies back have finished."""
@@ -119,7 +95,8 @@ class Launch:
             try:
                 self._last.wait()
             except cl.Error as exc:
-                raise LaunchError(f"kernel {self.kernel} failed on {self.device}: {exc}") from exc
+                name = self.kernel.name
+                raise driver_error(exc, self._rt, f"kernel {name}", kernel=name) from exc
             for _, target, staging in self._copies or ():
                 if staging is not target:  # a target that could not be copied into directly
                     target[...] = staging
@@ -147,11 +124,22 @@ class Launch:
         return f"<Launch {self.kernel} on {self.device.id}: {state}>"
 
 
-class _Bound:
-    """A kernel's per-device state: the pyopencl kernel and the converters."""
+# How each parameter's argument is checked on the short path of a call.
+_SLOW, _BUFFER, _INT, _FLOAT = range(4)
 
-    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "convert", "max_group",
-                 "local_args", "local_room")
+
+class _Bound:
+    """A kernel's state on one device runtime: the pyopencl kernel and the converters.
+
+    ``fast[i]`` is ``(how, what)``: a ``__global`` pointer of one scalar
+    type (``_BUFFER``, its dtype), an integer (``_INT``, its range), a
+    floating-point scalar (``_FLOAT``, its largest finite value), or
+    anything else, left to the converter (``_SLOW``).  ``pack[i]`` turns a
+    by-value scalar into its bytes; ``sent[i]`` is the scalar last set.
+    """
+
+    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "convert", "fast", "pack",
+                 "sent", "max_group", "local_args", "local_room")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
@@ -160,11 +148,12 @@ class _Bound:
         self.knl = cl.Kernel(built.program, name)
         self.lock = threading.Lock()  # clSetKernelArg is not thread-safe on one kernel object
         self.params = built.signatures[name]
-        self.convert = [_converter(self, i, p) for i, p in enumerate(self.params)]
-        # pyopencl packs by-value scalars itself once it knows their types.
-        self.knl.set_scalar_arg_dtypes([
-            p.dtype if not p.pointer and p.width == 1 and p.dtype is not None else None
-            for p in self.params])
+        self.convert = [converter(self, p) for p in self.params]
+        self.fast = [_fast(p) for p in self.params]
+        self.pack = [struct.Struct(p.dtype.char).pack
+                     if not p.pointer and p.width == 1 and p.dtype is not None else None
+                     for p in self.params]
+        self.sent = [_UNSET] * len(self.params)
         info = cl.kernel_work_group_info
         self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, rt.device.cl_device)
         # __local arguments share what the kernel's own __local variables leave (asked before
@@ -179,6 +168,20 @@ class _Bound:
         return f"kernel {self.name}, parameter {param.name!r} ({param.declared})"
 
 
+_UNSET = object()
+
+
+def _fast(p: Param) -> tuple:
+    if p.dtype is None or p.width != 1 or p.address == "local":
+        return _SLOW, None
+    if p.pointer:
+        return _BUFFER, p.dtype
+    if p.dtype.kind in "iu":
+        info = np.iinfo(p.dtype)
+        return _INT, (int(info.min), int(info.max))
+    return _FLOAT, float(np.finfo(p.dtype).max)
+
+
 class Kernel:
     """A kernel of a :class:`Program`, callable like a function.
 
@@ -189,7 +192,7 @@ class Kernel:
     def __init__(self, program, name: str):
         self.program = program
         self.name = name
-        self._bound: dict[Device, _Bound] = {}
+        self._bound: dict[Runtime, _Bound] = {}
         self._lock = threading.Lock()
         self._default = (None, None)  # (environment it was chosen in, device)
 
@@ -201,7 +204,8 @@ class Kernel:
 
     def params(self, device=None) -> list[Param]:
         """The kernel's parameters as the device's compiler reports them."""
-        return self._bind(self._pick(device, ())).params
+        rt = self._runtime(device, (), None)
+        return (self._bound.get(rt) or self._bind(rt)).params
 
     def __call__(self, *args, global_size=None, local_size=None, device=None, wait=True,
                  queue=None):
@@ -210,7 +214,7 @@ class Kernel:
         Parameters
         ----------
         *args
-            One argument per kernel parameter (see the module docstring).
+            One argument per kernel parameter (see :mod:`clkit._convert`).
         global_size : int or tuple of int, optional
             Work-items per dimension; default: the element count of the first
             array argument, counted in its declared element type.
@@ -232,37 +236,80 @@ class Kernel:
         Returns
         -------
         Launch
+
+        Examples
+        --------
+        >>> import numpy as np, clkit
+        >>> prg = clkit.Program.from_source(
+        ...     "__kernel void add(__global float* x, const float y) { x[get_global_id(0)] += y; }")
+        >>> x = clkit.to_device(np.zeros(4, np.float32), device="cpu")
+        >>> launch = prg.add(x, 2.5)
+        >>> x.get(), launch.kernel_ms >= 0
+        (array([2.5, 2.5, 2.5, 2.5], dtype=float32), True)
         """
         t0 = _trace.active and _trace.clock()
-        dev = self._pick(device, args, queue)
-        bound = self._bound.get(dev) or self._bind(dev)
+        rt = self._runtime(device, args, queue)
+        bound = self._bound.get(rt) or self._bind(rt)
         convert = bound.convert
         if len(args) != len(convert):
             names = ", ".join(p.declared for p in bound.params)
             raise ArgumentTypeError(f"kernel {self.name} takes {len(convert)} arguments "
                                     f"({names}); got {len(args)}")
+        own = rt.queue
         if queue is None:
-            queue = bound.rt.queue
-        elif queue.context != bound.rt.context:
+            queue = own
+        elif queue is not own and queue.context != rt.context:
             raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context; "
                                      f"make it with clkit.runtime(device).new_queue()")
-        launch = Launch(self, bound.device)
-        cl_args = [conv(arg, launch) for conv, arg in zip(convert, args)]
+        launch = Launch(self, rt)
+        values = []
+        count = None
+        for (how, what), arg, conv in zip(bound.fast, args, convert):
+            # The short path takes what needs no conversion; anything else, and every
+            # mistake, goes to the parameter's converter.
+            if how is _BUFFER:
+                if (type(arg) is _Array and arg.queue is own and arg.dtype is what
+                        and not arg.offset and arg.flags.forc):
+                    if count is None:
+                        count = arg.size
+                    values.append(arg.base_data)
+                    continue
+            elif how is _INT:
+                if type(arg) is int and what[0] <= arg <= what[1]:
+                    values.append(arg)
+                    continue
+            elif how is _FLOAT:
+                if type(arg) is float and -what <= arg <= what:
+                    values.append(arg)
+                    continue
+            values.append(conv(arg, launch))
+            if count is None:
+                count = launch._count
         if bound.local_args:
-            _check_local_memory(bound, cl_args)
+            _check_local_memory(bound, values)
         if global_size is not None:
             gsize = _sizes(global_size, "global_size", self.name)
-        elif launch._count is not None:
-            gsize = (launch._count,)
+        elif count is not None:
+            gsize = (count,)
         else:
             raise ArgumentTypeError(f"kernel {self.name}: no array argument to take the global "
                                     "size from; pass global_size=")
         lsize = None if local_size is None else _check_local(bound, gsize, local_size)
         if 0 in gsize:
             return launch  # nothing to run: not pending, so nothing to wait for or copy back
+        knl = bound.knl
         try:
             with bound.lock:
-                launch.event = launch._last = bound.knl(queue, gsize, lsize, *cl_args)
+                sent = bound.sent
+                for i, (value, pack) in enumerate(zip(values, bound.pack)):
+                    if pack is None:
+                        knl.set_arg(i, value)
+                    elif value is not sent[i] and not (type(value) is int and
+                                                      type(sent[i]) is int and value == sent[i]):
+                        sent[i] = _UNSET  # until the driver has it
+                        knl.set_arg(i, pack(value))
+                        sent[i] = value
+                launch.event = launch._last = _enqueue(queue, knl, gsize, lsize)
             if t0:
                 _trace.kernel(t0, launch, queue, args)
             if launch._copies:
@@ -280,20 +327,25 @@ class Kernel:
             launch.wait()
         return launch
 
-    def _pick(self, device, args, queue=None) -> Device:
-        if device is not None:
-            return select(device)
-        if queue is not None:
-            rt = runtime_of_queue(queue)
-            if rt is not None:
-                return rt.device
-        if self.program.device is not None:
-            return select(self.program.device)
-        for arg in args:
-            if isinstance(arg, cl_array.Array):
-                rt = runtime_of_array(arg)
+    def _runtime(self, device, args, queue) -> Runtime:
+        """The runtime to launch on: see ``device`` in :meth:`__call__`."""
+        if device is None:
+            if queue is not None:
+                rt = runtime_of_queue(queue)
                 if rt is not None:
-                    return rt.device
+                    return _working(rt)
+            device = self.program.device
+            if device is None:
+                for arg in args:
+                    if isinstance(arg, _Array):
+                        rt = _by_queue.get(id(arg.queue)) or runtime_of_array(arg)
+                        if rt is not None:
+                            return _working(rt, "the device array")
+                device = self._default_device()
+        rt = _runtimes.get(device.key) if type(device) is Device else None
+        return rt if rt is not None and rt.lost is None else runtime(device)
+
+    def _default_device(self) -> Device:
         env = (os.environ.get("CLKIT_DEVICE"), os.environ.get("CLKIT_VISIBLE_DEVICES"))
         chosen_in, dev = self._default
         if chosen_in != env:
@@ -301,16 +353,26 @@ class Kernel:
             self._default = (env, dev)
         return dev
 
-    def _bind(self, device: Device) -> _Bound:
-        bound = self._bound.get(device)
+    def _bind(self, rt: Runtime) -> _Bound:
+        bound = self._bound.get(rt)
         if bound is None:
-            built = self.program.build(device)
+            built = self.program.build(rt.device)
             if self.name not in built.signatures:
                 raise AttributeError(f"{self.program.origin} has no kernel {self.name!r}; "
                                      f"its kernels are: {', '.join(built.kernel_names)}")
             with self._lock:
-                bound = self._bound.setdefault(device, _Bound(self.name, runtime(device), built))
+                for old in [r for r in self._bound if r.lost]:
+                    del self._bound[old]
+                bound = self._bound.setdefault(rt, _Bound(self.name, rt, built))
         return bound
+
+
+def _working(rt: Runtime, what: str = "the queue") -> Runtime:
+    """``rt`` if it can still be used, else the error that says why not."""
+    if rt.lost is not None:
+        check_process()  # a forked child: say so rather than blame the context
+        raise rt.gone(what)
+    return rt
 
 
 def _sizes(value, what: str, kernel: str) -> tuple:
@@ -362,193 +424,9 @@ def _check_local_memory(bound: _Bound, cl_args: list):
 
 def _launch_error(exc, bound: _Bound, gsize, lsize) -> Exception:
     code = getattr(exc, "code", None)
-    if code in _OOM_CODES or isinstance(exc, cl.MemoryError):
-        return OutOfDeviceMemoryError(
-            f"kernel {bound.name} on {bound.device}: the device ran out of memory or resources "
-            f"({exc}); use smaller inputs or fewer work-items per group")
     if code in (cl.status_code.INVALID_WORK_GROUP_SIZE, cl.status_code.INVALID_WORK_ITEM_SIZE,
                 cl.status_code.INVALID_GLOBAL_WORK_SIZE):
         return ArgumentValueError(f"kernel {bound.name} on {bound.device}: the driver refuses "
                                   f"global_size {gsize} with local_size {lsize} ({exc})")
-    return LaunchError(f"kernel {bound.name} on {bound.device} could not be launched: {exc}")
-
-
-# -- converters ---------------------------------------------------------------------------
-
-def _converter(bound: _Bound, index: int, p: Param):
-    if p.address == "local":
-        return _local_converter(bound, p)
-    if p.pointer:
-        return _pointer_converter(bound, p)
-    if p.dtype is None:
-        return _passthrough
-    if p.width == 1:
-        return _scalar_converter(bound, p)
-    return _vector_converter(bound, p)
-
-
-def _passthrough(value, launch):
-    return value
-
-
-def _local_converter(bound, p):
-    def convert(value, launch):
-        if isinstance(value, LocalMemory):
-            return value._cl
-        if isinstance(value, cl.LocalMemory):
-            return value
-        raise ArgumentTypeError(f"{bound.where(p)}: pass clkit.LocalMemory(nbytes) for a __local "
-                                f"pointer, not {type(value).__name__}")
-    return convert
-
-
-def _pointer_converter(bound, p):
-    rt = bound.rt
-    context, queue = rt.context, rt.queue
-    dtype = p.dtype
-    stride = p.stride
-    writes = not p.const
-    max_constant = bound.device.cl_device.max_constant_buffer_size
-    base_align = max(1, bound.device.cl_device.mem_base_addr_align // 8)  # reported in bits
-
-    def check_dtype(arr_dtype, what):
-        if dtype is not None and arr_dtype != dtype:
-            raise ArgumentTypeError(
-                f"{bound.where(p)}: got a {what} of dtype {arr_dtype}; pass dtype {dtype} "
-                f"(e.g. x.astype(np.{dtype.name}))")
-
-    def count(size, launch):
-        if size % stride:
-            raise ArgumentValueError(
-                f"{bound.where(p)}: {size} elements is not a whole number of {p.type_name} "
-                f"(each takes {stride} {dtype.name if dtype is not None else 'values'})")
-        if launch._count is None:
-            launch._count = size // stride
-
-    def convert(value, launch):
-        if isinstance(value, cl_array.Array):
-            if value.dtype != dtype:
-                check_dtype(value.dtype, "device array")
-            if value.queue is not queue and value.context != context:
-                raise ArgumentValueError(
-                    f"{bound.where(p)}: the device array lives on another device or context; "
-                    f"this launch runs on {bound.device}. Copy it with clkit.to_device(a.get(), "
-                    "device=...) or launch with device= its device")
-            if not value.flags.forc:
-                raise ArgumentValueError(
-                    f"{bound.where(p)}: the device array is a strided view (strides "
-                    f"{value.strides}); a kernel takes contiguous memory: pass a contiguous "
-                    "device array, or the data as a numpy array (clkit copies numpy views)")
-            size = value.size
-            if size % stride or launch._count is None:
-                count(size, launch)
-            if value.offset:
-                if value.offset % base_align:
-                    raise ArgumentValueError(
-                        f"{bound.where(p)}: the device array starts {value.offset} bytes into "
-                        f"its buffer, and {bound.device} addresses sub-buffers only at multiples "
-                        f"of {base_align} bytes; pass an aligned slice, or a copy (a.copy())")
-                try:
-                    return value.base_data.get_sub_region(value.offset, value.nbytes)
-                except cl.Error as exc:
-                    raise ArgumentValueError(f"{bound.where(p)}: the device array's slice at byte "
-                                             f"{value.offset} cannot be passed ({exc}); pass a "
-                                             "copy (a.copy())") from exc
-            return value.base_data
-        if isinstance(value, np.ndarray):
-            return upload(value, launch)
-        if isinstance(value, cl.MemoryObjectHolder) or value is None:
-            return value
-        raise ArgumentTypeError(f"{bound.where(p)}: pass a numpy array or a device array, not "
-                                f"{type(value).__name__}")
-
-    def upload(arr, launch):
-        check_dtype(arr.dtype, "numpy array")
-        count(arr.size, launch)
-        if writes and not arr.flags.writeable:
-            raise ArgumentValueError(f"{bound.where(p)}: the kernel writes this array but it is "
-                                     "read-only; pass a writeable array (e.g. a copy)")
-        if p.address == "constant" and arr.nbytes > max_constant:
-            raise ArgumentValueError(
-                f"{bound.where(p)}: {_size(arr.nbytes)} is over the device's __constant limit of "
-                f"{_size(max_constant)}; declare the parameter __global const instead")
-        if arr.nbytes == 0:
-            return None
-        check_alloc(rt, arr.nbytes, f"{bound.where(p)}")
-        t0 = _trace.active and _trace.clock()
-        staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
-        # COPY_HOST_PTR copies when the buffer is made, outside the queue: an enqueued write
-        # would make the host wait for everything queued before it (pyopencl waits for a
-        # non-blocking copy's event when the event is dropped).
-        try:
-            buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                            hostbuf=staging)
-        except cl.Error as exc:
-            raise _launch_error(exc, bound, (), None) from exc
-        if t0:
-            _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
-        if writes:
-            if launch._copies is None:
-                launch._copies = []
-            launch._copies.append((buf, arr, staging))
-        return buf
-
-    return convert
-
-
-def _number(bound, p, value, dtype):
-    """One scalar checked against and converted to ``dtype``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise ArgumentTypeError(f"{bound.where(p)}: pass a number, not {type(value).__name__}")
-    if dtype.kind in "iu":
-        if not isinstance(value, (int, np.integer)):
-            raise ArgumentTypeError(f"{bound.where(p)}: pass an integer, not {value!r}")
-        info = np.iinfo(dtype)
-        if not info.min <= int(value) <= info.max:
-            raise ArgumentValueError(f"{bound.where(p)}: {value} is out of range for "
-                                     f"{p.type_name} ({info.min} to {info.max})")
-        return dtype.type(value)
-    if isinstance(value, (complex, np.complexfloating)):
-        raise ArgumentTypeError(f"{bound.where(p)}: a complex number cannot be passed as "
-                                f"{p.type_name}")
-    big = float(np.finfo(dtype).max)
-    finite = isinstance(value, (int, np.integer)) or math.isfinite(value)
-    try:
-        magnitude = abs(float(value))
-    except OverflowError:  # a Python int beyond any float
-        magnitude = math.inf
-    if finite and magnitude > big:
-        raise ArgumentValueError(f"{bound.where(p)}: {value} is out of range for {p.type_name} "
-                                 f"(largest magnitude {big:g})")
-    return dtype.type(value)
-
-
-def _scalar_converter(bound, p):
-    dtype = p.dtype
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        lo, hi = info.min, info.max
-
-        def convert(value, launch):
-            if type(value) is int and lo <= value <= hi:  # the common case, checked quickly
-                return value
-            return _number(bound, p, value, dtype)
-        return convert
-
-    def convert_float(value, launch):
-        return _number(bound, p, value, dtype)
-    return convert_float
-
-
-def _vector_converter(bound, p):
-    dtype = p.dtype
-
-    def convert(value, launch):
-        values = np.asarray(value).ravel() if not isinstance(value, (int, float)) else None
-        if values is None or values.size != p.width:
-            raise ArgumentTypeError(f"{bound.where(p)}: pass {p.width} numbers (a tuple or an "
-                                    f"array), got {value!r}")
-        packed = np.zeros(p.stride, dtype)
-        packed[:p.width] = [_number(bound, p, v.item(), dtype) for v in values]
-        return packed
-    return convert
+    return driver_error(exc, bound.rt, f"kernel {bound.name}", kernel=bound.name,
+                        advice="use smaller inputs or fewer work-items per group")

@@ -1,8 +1,16 @@
-"""Faults users meet: errors that cross processes.
+"""Faults users meet: errors that cross processes, forked workers, a device context lost.
 
 - Every clkit exception, raised for real, survives ``pickle`` with its type, message and
   attributes (devices as id and name, driver errors as code and text), and reaches the parent
   of a ``spawn`` pool.
+- A process forked after clkit used OpenCL gets a clear ``ClkitError`` at once, never a hang
+  (each case runs in a child process under a timeout, so a regression fails instead of
+  hanging); one forked before any OpenCL use works normally.
+- A lost device context: the driver's failure codes are made to appear (a stub that fails the
+  calls on one context's queues, as NVIDIA's driver does after a kernel faults), on every
+  device. The failing launch says the context was lost, later calls get a new context, device
+  arrays from before say so, and a driver that cannot make a new context gives a restart
+  message; never the out-of-memory advice.
 """
 
 import base64
@@ -16,11 +24,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 import pytest
 import scipy.ndimage
 
 import clkit
-from clkit._errors import DeviceRef
+from clkit import _build, _launch, _runtime
+from clkit._errors import DeviceRef, DriverError
 from clkit.kernels import convolve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,3 +132,253 @@ def test_errors_reach_the_parent_of_a_spawn_pool_and_the_pool_works():
                                    rtol=1e-5, atol=1e-5)
     assert "convolve" in str(info.value)
     assert build.value.device == DeviceRef(dev.id, dev.name)
+
+
+# -- fork ----------------------------------------------------------------------------------
+
+FORK_AFTER_USE = r"""
+import json, os, pickle, sys, time
+import numpy as np
+import clkit
+from clkit.kernels import convolve
+dev = sys.argv[1]
+image = np.ones((8, 8), np.float32)
+prg = clkit.Program.from_source(
+    "__kernel void fill(__global float* x, const float v) { x[get_global_id(0)] = v; }")
+x = clkit.to_device(np.zeros(8, np.float32), device=dev)
+prg.fill(x, 1.0)
+convolve(image, np.ones((3, 3), np.float32), device=dev)        # the parent uses OpenCL
+calls = {
+    "convolve": lambda: convolve(image, np.ones((3, 3), np.float32), device=dev),
+    "kernel": lambda: prg.fill(x, 2.0),                         # everything cached already
+    "to_device": lambda: clkit.to_device(image, device=dev),
+    "devices": clkit.devices,
+}
+report = {}
+for name, call in calls.items():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        start = time.perf_counter()
+        try:
+            call()
+            outcome = ["ran", "", 0.0]
+        except Exception as exc:
+            again = pickle.loads(pickle.dumps(exc))
+            outcome = [type(again).__name__, str(again), time.perf_counter() - start]
+        os.write(write, json.dumps(outcome).encode())
+        os._exit(0)
+    os.close(write)
+    data = b"".join(iter(lambda: os.read(read, 1 << 16), b""))
+    os.waitpid(pid, 0)
+    report[name] = json.loads(data)
+print(json.dumps(report))
+"""
+
+
+def test_a_child_forked_after_opencl_use_gets_a_clear_error_at_once():
+    report = run_child(FORK_AFTER_USE, real_device().id, timeout=60)
+    for name, (kind, message, seconds) in report.items():
+        assert kind == "ClkitError", (name, kind, message)
+        assert "forked" in message and "'spawn'" in message and "forkserver" in message
+        assert seconds < 1.0, (name, seconds)
+
+
+FORK_POOL = r"""
+import json, multiprocessing, sys
+import numpy as np
+import clkit
+from clkit.kernels import convolve
+dev = sys.argv[1]
+image = np.ones((8, 8), np.float32)
+convolve(image, np.ones((3, 3), np.float32), device=dev)
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    try:
+        pool.starmap_async(convolve, [(image, np.ones((3, 3), np.float32))] * 4).get(timeout=30)
+        print(json.dumps(["ran", ""]))
+    except Exception as exc:
+        print(json.dumps([type(exc).__name__, str(exc)]))
+"""
+
+
+def test_a_fork_pool_after_opencl_use_reports_the_error_instead_of_hanging():
+    kind, message = run_child(FORK_POOL, real_device().id, timeout=90)
+    assert kind == "ClkitError" and "forked" in message and "'spawn'" in message
+
+
+FORK_BEFORE_USE = r"""
+import json, os, sys
+import numpy as np
+import clkit                                                    # no OpenCL call yet
+from clkit.kernels import convolve
+image = np.arange(130, dtype=np.float32).reshape(10, 13)
+mask = np.array([[1, 2, 0], [0.5, 1, -1], [3, 0, 1]], np.float32)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    result = convolve(image, mask, device=sys.argv[1])
+    os.write(write, json.dumps(result.tolist()).encode())
+    os._exit(0)
+os.close(write)
+data = b"".join(iter(lambda: os.read(read, 1 << 16), b""))
+os.waitpid(pid, 0)
+print(json.dumps(json.loads(data)))
+"""
+
+
+def test_a_child_forked_before_any_opencl_use_works_normally():
+    result = np.array(run_child(FORK_BEFORE_USE, real_device().id, timeout=60), np.float32)
+    image = np.arange(130, dtype=np.float32).reshape(10, 13)
+    np.testing.assert_allclose(result, scipy.ndimage.convolve(image, MASK), rtol=1e-6)
+
+
+# -- a lost device context ------------------------------------------------------------------
+
+@pytest.fixture
+def restore_runtimes():
+    """Put clkit's runtimes back afterwards: these tests make it drop contexts that work."""
+    names = ("_runtimes", "_by_queue", "_lost", "_losses", "_dead")
+    saved = {name: type(getattr(_runtime, name))(getattr(_runtime, name)) for name in names}
+    builds = dict(_build._builds)
+    yield
+    for name, value in saved.items():
+        current = getattr(_runtime, name)
+        current.clear()
+        (current.extend if isinstance(current, list) else current.update)(value)
+    for rt in _runtime._runtimes.values():
+        rt.lost = None
+    _build._builds.clear()
+    _build._builds.update(builds)
+
+
+def fail_driver(monkeypatch, code, dead, *, on_wait=False):
+    """Make every call on a queue that ``dead(queue)`` picks fail with ``code``.
+
+    ``on_wait``: kernels are enqueued and run, and waiting for them fails (NVIDIA reports a
+    kernel's fault so, as -9999 from clWaitForEvents); else the enqueue itself fails.
+    """
+    def error(routine):
+        return cl.RuntimeError(cl._cl._ErrorRecord(routine, code, "made to fail by the test"))
+
+    class FaultedEvent:
+        def __init__(self, event):
+            self.event = event
+
+        def wait(self):
+            self.event.wait()
+            raise error("clWaitForEvents")
+
+    enqueue, copy = _launch._enqueue, cl.enqueue_copy
+
+    def failing_enqueue(queue, *args):
+        if not dead(queue):
+            return enqueue(queue, *args)
+        if on_wait:
+            return FaultedEvent(enqueue(queue, *args))
+        raise error("clEnqueueNDRangeKernel")
+
+    def failing_copy(queue, *args, **kwargs):
+        if dead(queue):
+            raise error("clEnqueueReadBuffer")
+        return copy(queue, *args, **kwargs)
+
+    monkeypatch.setattr(_launch, "_enqueue", failing_enqueue)
+    monkeypatch.setattr(cl, "enqueue_copy", failing_copy)
+
+
+def context_of(rt):
+    return lambda queue: queue.context == rt.context
+
+
+def check_context_lost(exc, kernel):
+    assert type(exc) is clkit.LaunchError and exc.context_lost
+    text = str(exc)
+    assert f"kernel {kernel}" in text and "context was lost" in text and "clkit check" in text
+    assert "memory" not in text  # none of the out-of-memory advice
+
+
+def used(device):
+    """The device's runtime, a program used on it, and a device array made there."""
+    prg = clkit.Program.from_source(FILL, device=device)
+    x = clkit.to_device(np.zeros(16, np.float32), device=device)
+    prg.fill(x, 1.0)
+    return clkit.runtime(device), prg, x
+
+
+def test_a_fault_reported_on_wait_loses_the_context_and_the_next_calls_work(
+        device, monkeypatch, restore_runtimes):
+    rt, prg, before = used(device)
+    fail_driver(monkeypatch, -9999, context_of(rt), on_wait=True)
+    exc = raised(prg.fill, before, 2.0)
+    check_context_lost(exc, "fill")
+    assert exc.code == -9999 and exc.kernel == "fill" and exc.device == device
+    assert "-9999" in str(exc) and rt.lost
+    back = roundtrip(exc)  # a launch failure, with the driver's code and text
+    assert back.context_lost and back.code == -9999 and back.kernel == "fill"
+    assert isinstance(back.__cause__, DriverError) and back.__cause__.code == -9999
+    assert "clWaitForEvents" in str(back.__cause__)
+
+    fresh = clkit.runtime(device)
+    assert fresh is not rt and not fresh.lost
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        image = rng.random((9, 14), dtype=np.float32)
+        np.testing.assert_allclose(convolve(image, MASK, device=device),
+                                   scipy.ndimage.convolve(image, MASK), rtol=1e-5, atol=1e-5)
+    after = clkit.to_device(np.zeros(16, np.float32), device=device)
+    prg.fill(after, 3.0)
+    np.testing.assert_array_equal(after.get(), 3.0)
+
+    for call in (lambda: prg.fill(before, 4.0), lambda: prg.fill(before, 4.0, device=device),
+                 lambda: convolve(clkit.to_device(np.ones((4, 4), np.float32), device=device),
+                                  MASK, out=before.reshape(4, 4)),
+                 lambda: convolve(before.reshape(4, 4), MASK)):
+        stale = raised(call)
+        assert type(stale) is clkit.LaunchError and stale.context_lost
+        assert "device array was made in a device context" in str(stale)
+        assert "kernel fill failed" in str(stale) and "make it again" in str(stale)
+
+
+def test_out_of_resources_with_a_working_context_is_out_of_memory(
+        device, monkeypatch, restore_runtimes):
+    rt, prg, x = used(device)
+    enqueue = _launch._enqueue
+
+    def refusing(queue, *args):
+        raise cl.RuntimeError(cl._cl._ErrorRecord("clEnqueueNDRangeKernel", -5, "refused"))
+
+    monkeypatch.setattr(_launch, "_enqueue", refusing)
+    exc = raised(prg.fill, x, 2.0)
+    assert type(exc) is clkit.OutOfDeviceMemoryError and not exc.context_lost
+    assert "ran out of memory or resources" in str(exc) and "fewer work-items" in str(exc)
+    monkeypatch.setattr(_launch, "_enqueue", enqueue)
+    assert clkit.runtime(device) is rt and not rt.lost
+    prg.fill(x, 5.0)
+    np.testing.assert_array_equal(x.get(), 5.0)
+
+
+@pytest.mark.parametrize("code", [-5, -36, -9999])
+def test_a_failing_enqueue_in_a_lost_context_says_so(device, monkeypatch, restore_runtimes,
+                                                      code):
+    rt, prg, _ = used(device)
+    fail_driver(monkeypatch, code, context_of(rt))
+    exc = raised(prg.fill, np.zeros(4, np.float32), 2.0)
+    check_context_lost(exc, "fill")
+    assert not isinstance(exc, MemoryError) and exc.code == code
+    out = np.zeros(8, np.float32)
+    prg.fill(out, 7.0)
+    np.testing.assert_array_equal(out, 7.0)
+
+
+def test_a_driver_that_cannot_make_a_new_context_says_to_restart(
+        device, monkeypatch, restore_runtimes):
+    _, prg, _ = used(device)
+    fail_driver(monkeypatch, -9999, lambda queue: queue.device == device.cl_device, on_wait=True)
+    check_context_lost(raised(prg.fill, np.zeros(4, np.float32), 2.0, device=device), "fill")
+    for call in (lambda: prg.fill(np.zeros(4, np.float32), 3.0, device=device),
+                 lambda: convolve(np.ones((5, 5), np.float32), MASK, device=device),
+                 lambda: clkit.runtime(device)):
+        exc = raised(call)
+        assert type(exc) is clkit.LaunchError and exc.context_lost
+        assert "cannot make a new one" in str(exc) and "restart the process" in str(exc)
+        assert str(device) in str(exc) and "memory" not in str(exc)

@@ -45,7 +45,7 @@ def queues(rt: Runtime, n: int = QUEUES_PER_DEVICE) -> list:
     if rt.queue is not rt.own_queue:
         return [rt.queue]
     with _speeds_lock:
-        have = _queues.setdefault(rt.device, [])
+        have = _queues.setdefault(rt, [])  # by runtime: a lost context's queues go with it
         while len(have) < n:
             have.append(rt.new_queue())
         return have[:n]

@@ -1,0 +1,234 @@
+"""Turning a kernel call's Python arguments into what the driver takes.
+
+Each kernel parameter gets a converter, made once per device from the
+kernel's signature, that checks one argument and returns the value to set:
+
+- ``__global``/``__constant`` pointers take a numpy array (checked against
+  the element type, uploaded, and copied back after the kernel when the
+  pointer is not ``const``), a device array (used in place), a buffer, or
+  ``None`` for a null pointer (an optional buffer the kernel tests for);
+- ``__local`` pointers take :class:`LocalMemory`;
+- by-value parameters take Python or numpy numbers, range-checked and
+  converted to the declared type (vectors take a sequence).
+
+Errors name the kernel, the parameter and its declared type.  A converter
+is called as ``convert(value, launch)``: it records on the launch the
+element count of the first array (the default global size) and the copies
+back that the launch owes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from . import _trace
+from ._array import _size, check_alloc
+from ._errors import ArgumentTypeError, ArgumentValueError
+from ._runtime import driver_error, runtime_of_array
+from ._signature import Param
+
+
+class LocalMemory:
+    """Work-group local memory for a ``__local`` pointer parameter.
+
+    Parameters
+    ----------
+    nbytes : int
+        Size in bytes, per work-group.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> clkit.LocalMemory(256 * 4).nbytes
+    1024
+    """
+
+    __slots__ = ("nbytes", "_cl")
+
+    def __init__(self, nbytes):
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise ArgumentValueError(f"LocalMemory needs a positive number of bytes, got {nbytes!r}")
+        self.nbytes = int(nbytes)
+        self._cl = cl.LocalMemory(self.nbytes)
+
+    def __repr__(self):
+        return f"LocalMemory({self.nbytes})"
+
+
+def converter(bound, p: Param):
+    """The converter of parameter ``p`` of a bound kernel (see the module docstring)."""
+    if p.address == "local":
+        return _local_converter(bound, p)
+    if p.pointer:
+        return _pointer_converter(bound, p)
+    if p.dtype is None:
+        return _passthrough
+    if p.width == 1:
+        return _scalar_converter(bound, p)
+    return _vector_converter(bound, p)
+
+
+def _passthrough(value, launch):
+    return value
+
+
+def _local_converter(bound, p):
+    def convert(value, launch):
+        if isinstance(value, LocalMemory):
+            return value._cl
+        if isinstance(value, cl.LocalMemory):
+            return value
+        raise ArgumentTypeError(f"{bound.where(p)}: pass clkit.LocalMemory(nbytes) for a __local "
+                                f"pointer, not {type(value).__name__}")
+    return convert
+
+
+def _pointer_converter(bound, p):
+    rt = bound.rt
+    context, queue = rt.context, rt.queue
+    dtype = p.dtype
+    stride = p.stride
+    writes = not p.const
+    max_constant = bound.device.cl_device.max_constant_buffer_size
+    base_align = max(1, bound.device.cl_device.mem_base_addr_align // 8)  # reported in bits
+
+    def check_dtype(arr_dtype, what):
+        if dtype is not None and arr_dtype != dtype:
+            raise ArgumentTypeError(
+                f"{bound.where(p)}: got a {what} of dtype {arr_dtype}; pass dtype {dtype} "
+                f"(e.g. x.astype(np.{dtype.name}))")
+
+    def count(size, launch):
+        if size % stride:
+            raise ArgumentValueError(
+                f"{bound.where(p)}: {size} elements is not a whole number of {p.type_name} "
+                f"(each takes {stride} {dtype.name if dtype is not None else 'values'})")
+        if launch._count is None:
+            launch._count = size // stride
+
+    def convert(value, launch):
+        if isinstance(value, cl_array.Array):
+            if value.dtype != dtype:
+                check_dtype(value.dtype, "device array")
+            if value.queue is not queue and value.context != context:
+                home = runtime_of_array(value)
+                if home is not None and home.lost:
+                    raise home.gone(f"{bound.where(p)}: the device array")
+                raise ArgumentValueError(
+                    f"{bound.where(p)}: the device array lives on another device or context; "
+                    f"this launch runs on {bound.device}. Copy it with clkit.to_device(a.get(), "
+                    "device=...) or launch with device= its device")
+            if not value.flags.forc:
+                raise ArgumentValueError(
+                    f"{bound.where(p)}: the device array is a strided view (strides "
+                    f"{value.strides}); a kernel takes contiguous memory: pass a contiguous "
+                    "device array, or the data as a numpy array (clkit copies numpy views)")
+            size = value.size
+            if size % stride or launch._count is None:
+                count(size, launch)
+            if value.offset:
+                if value.offset % base_align:
+                    raise ArgumentValueError(
+                        f"{bound.where(p)}: the device array starts {value.offset} bytes into "
+                        f"its buffer, and {bound.device} addresses sub-buffers only at multiples "
+                        f"of {base_align} bytes; pass an aligned slice, or a copy (a.copy())")
+                try:
+                    return value.base_data.get_sub_region(value.offset, value.nbytes)
+                except cl.Error as exc:
+                    raise ArgumentValueError(f"{bound.where(p)}: the device array's slice at byte "
+                                             f"{value.offset} cannot be passed ({exc}); pass a "
+                                             "copy (a.copy())") from exc
+            return value.base_data
+        if isinstance(value, np.ndarray):
+            return upload(value, launch)
+        if isinstance(value, cl.MemoryObjectHolder) or value is None:
+            return value
+        raise ArgumentTypeError(f"{bound.where(p)}: pass a numpy array or a device array, not "
+                                f"{type(value).__name__}")
+
+    def upload(arr, launch):
+        check_dtype(arr.dtype, "numpy array")
+        count(arr.size, launch)
+        if writes and not arr.flags.writeable:
+            raise ArgumentValueError(f"{bound.where(p)}: the kernel writes this array but it is "
+                                     "read-only; pass a writeable array (e.g. a copy)")
+        if p.address == "constant" and arr.nbytes > max_constant:
+            raise ArgumentValueError(
+                f"{bound.where(p)}: {_size(arr.nbytes)} is over the device's __constant limit of "
+                f"{_size(max_constant)}; declare the parameter __global const instead")
+        if arr.nbytes == 0:
+            return None
+        check_alloc(rt, arr.nbytes, f"{bound.where(p)}")
+        t0 = _trace.active and _trace.clock()
+        staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+        # COPY_HOST_PTR copies when the buffer is made, outside the queue: an enqueued write
+        # would make the host wait for everything queued before it (pyopencl waits for a
+        # non-blocking copy's event when the event is dropped).
+        try:
+            buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                            hostbuf=staging)
+        except cl.Error as exc:
+            raise driver_error(exc, rt, f"{bound.where(p)}: uploading {_size(arr.nbytes)}",
+                               kernel=bound.name, advice="use smaller inputs") from exc
+        if t0:
+            _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
+        if writes:
+            if launch._copies is None:
+                launch._copies = []
+            launch._copies.append((buf, arr, staging))
+        return buf
+
+    return convert
+
+
+def _number(bound, p, value, dtype):
+    """One scalar checked against and converted to ``dtype``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ArgumentTypeError(f"{bound.where(p)}: pass a number, not {type(value).__name__}")
+    if dtype.kind in "iu":
+        if not isinstance(value, (int, np.integer)):
+            raise ArgumentTypeError(f"{bound.where(p)}: pass an integer, not {value!r}")
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ArgumentValueError(f"{bound.where(p)}: {value} is out of range for "
+                                     f"{p.type_name} ({info.min} to {info.max})")
+        return dtype.type(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise ArgumentTypeError(f"{bound.where(p)}: a complex number cannot be passed as "
+                                f"{p.type_name}")
+    big = float(np.finfo(dtype).max)
+    finite = isinstance(value, (int, np.integer)) or math.isfinite(value)
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:  # a Python int beyond any float
+        magnitude = math.inf
+    if finite and magnitude > big:
+        raise ArgumentValueError(f"{bound.where(p)}: {value} is out of range for {p.type_name} "
+                                 f"(largest magnitude {big:g})")
+    return dtype.type(value)
+
+
+def _scalar_converter(bound, p):
+    dtype = p.dtype
+
+    def convert(value, launch):
+        return _number(bound, p, value, dtype)
+    return convert
+
+
+def _vector_converter(bound, p):
+    dtype = p.dtype
+
+    def convert(value, launch):
+        values = np.asarray(value).ravel() if not isinstance(value, (int, float)) else None
+        if values is None or values.size != p.width:
+            raise ArgumentTypeError(f"{bound.where(p)}: pass {p.width} numbers (a tuple or an "
+                                    f"array), got {value!r}")
+        packed = np.zeros(p.stride, dtype)
+        packed[:p.width] = [_number(bound, p, v.item(), dtype) for v in values]
+        return packed
+    return convert
