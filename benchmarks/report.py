@@ -1,4 +1,4 @@
-"""Print each benchmark group's medians, speed-ups, and the ratios issue 4 asks for.
+"""Print each benchmark group's medians, speed-ups, and the acceptance targets' ratios.
 
 Usage: python benchmarks/report.py RESULTS.json [--markdown]
 
@@ -8,17 +8,16 @@ the variant's median (a ``serial`` one scaled to the full size by its
 ``extra_info["scale"]``), its effective bandwidth where the bytes are known,
 the kernels' device time of a ``clkit_kernel`` row, and "vs X": X's median
 over the row's (above 1: the row is faster) for every baseline X of the group
-(the variants not named clkit...).  Then the targets of issue 4, evaluated
-from these medians by :func:`clkit._bench.evaluate_targets`, with the
+(the variants not named clkit...).  Then the targets of ``targets.py``,
+evaluated from these medians by :func:`targets.evaluate_targets`, with the
 kernels' device time (profiling events) as a ``clkit_kernel``'s time, as
 ``clkit bench`` does; the rest are wall-clock medians.
 """
 
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from targets import evaluate_targets
 
 
 def groups(results):
@@ -64,8 +63,8 @@ def table(results):
     return head, rows
 
 
-def issue_report(results):
-    """The benchmark medians in the shape :func:`clkit._bench.evaluate_targets` reads."""
+def as_bench_report(results):
+    """The benchmark medians in the shape of a ``clkit bench`` report, for the targets."""
     devices = {}
     cases = {}
     for group, variants in groups(results).items():
@@ -103,19 +102,14 @@ def main(argv):
         for r in [head] + rows:
             print("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                             for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1])
-    try:
-        from clkit import _bench
-    except ImportError as exc:  # a checkout without clkit's dependencies: the table is enough
-        print(f"\n(no targets: clkit cannot be imported: {exc})")
-        return 0
-    targets = _bench.evaluate_targets(issue_report(results))
+    targets = evaluate_targets(as_bench_report(results))
     if not targets:
         return 0
     print()
     if markdown:
         print("| device | case | target | measured | verdict |\n| --- | --- | --- | --- | --- |")
     else:
-        print("Targets of issue 4 (medians of this run; clkit kernel: device events)")
+        print("Targets (medians of this run; clkit kernel: device events)")
     for t in targets:
         verdict = {True: "met", False: "NOT MET", None: "-"}[t["met"]]
         if markdown:

@@ -5,7 +5,8 @@ Usage: python3 benchmarks/run_all.py OUTDIR [--size SIZE] [--device SPEC] [--no-
 
 1. ``clkit bench --size SIZE --device SPEC`` (every device but the simulator by
    default): OUTDIR/bench-SIZE.txt (the tables), .json (every number and the
-   machine) and .png (when matplotlib is installed);
+   machine) and .png (when matplotlib is installed), and targets.py's verdicts
+   on it in OUTDIR/targets-SIZE.txt;
 2. the pytest-benchmark suite on the best of those devices (on each of them with
    ``--pytest-all-devices``): OUTDIR/pytest-SIZE-DEVICE.json, and report.py's
    ratios of it in OUTDIR/report-SIZE-DEVICE.md.
@@ -79,9 +80,12 @@ def main(argv=None) -> int:
         bench += ["--plot", out / f"bench-{tag}.png"]
     except ImportError:
         print("matplotlib is not installed: no plot (draw it later from the JSON with "
-              "`python -c \"import json, clkit._bench as b; "
+              "`python -c \"import json, clkit.bench as b; "
               f"b.plot(json.load(open('bench-{tag}.json')), 'bench-{tag}.png')\"`)")
     status = tee(bench, out / f"bench-{tag}.txt", env)
+    if (out / f"bench-{tag}.json").exists():
+        status = status or tee([py, ROOT / "benchmarks" / "targets.py", out / f"bench-{tag}.json"],
+                               out / f"targets-{tag}.txt", env)
     if args.no_pytest:
         return status
     for d in devices if args.pytest_all_devices else devices[:1]:

@@ -1,8 +1,8 @@
 """Each library kernel against its baselines: one benchmark group per case.
 
-The cases are those of ``clkit bench`` (:mod:`clkit._bench`: the same inputs,
+The cases are those of ``clkit bench`` (:mod:`clkit.bench`: the same inputs,
 calls and sizes), at the size ``CLKIT_BENCH_SIZE`` names (``small``,
-``default``, the issue's, ``gpu`` or ``WxH``), on the device of the
+``default``, ``gpu`` or ``WxH``), on the device of the
 ``device`` fixture (``CLKIT_BENCH_DEVICE``, else the best one).  A group
 ``<case>`` holds ``test_<case>__<variant>`` for the variants:
 
@@ -23,7 +23,7 @@ pytest-benchmark times every variant by the wall clock, so device calls
 include their launch and synchronisation (``clkit bench`` reads device events
 instead).  Each benchmark warms up once, then runs for about two seconds
 (3 to 20 rounds).  ``python benchmarks/report.py RESULTS.json`` prints the
-ratios of issue 4 from a ``--benchmark-json`` file.
+ratios of the acceptance targets (``targets.py``) from a ``--benchmark-json`` file.
 """
 
 import os
@@ -31,7 +31,7 @@ import statistics
 
 import pytest
 
-from clkit import _bench
+from clkit import bench as _bench
 from clkit._launch import recording
 
 SIZE = _bench.parse_size(os.environ.get("CLKIT_BENCH_SIZE", "default"))

@@ -17,9 +17,10 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 import warnings
 from pathlib import Path
+
+from ._files import atomic_write
 
 _MAGIC = b"CLKITBIN"
 _FORMAT = 1
@@ -77,17 +78,12 @@ def store(entry_key: str, binary: bytes, meta: dict) -> None:
     header = json.dumps(meta).encode()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{entry_key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + struct.pack("<Q", len(header)) + header + binary)
-            os.replace(tmp, folder / f"{entry_key}.bin")
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        with atomic_write(folder / f"{entry_key}.bin") as f:
+            f.write(_MAGIC + struct.pack("<Q", len(header)) + header + binary)
     except OSError as exc:
         if str(folder) not in _warned:
             _warned.add(str(folder))
-            warnings.warn(f"clkit: cannot write the kernel cache in {folder} ({exc.strerror}); "
+            warnings.warn(f"clkit: cannot write the kernel cache in {folder} "
+                          f"({exc.strerror or exc}); "
                           "programs will be compiled each run. Set CLKIT_CACHE_DIR to a "
                           "writable folder or CLKIT_CACHE=0", RuntimeWarning, stacklevel=3)

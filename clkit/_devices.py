@@ -69,6 +69,26 @@ class Device:
         """``"pocl-cpu-1:0"``: platform, type and id, for test ids and logs."""
         return f"{self.short_platform}-{self.type}-{self.id}"
 
+    def as_dict(self) -> dict:
+        """The device's description as plain values, for JSON (``clkit devices --json``).
+
+        Examples
+        --------
+        >>> import clkit
+        >>> clkit.select("cpu").as_dict()["type"]
+        'cpu'
+        """
+        return {
+            "id": self.id, "name": self.name, "platform": self.platform,
+            "short_platform": self.short_platform, "vendor": self.vendor, "type": self.type,
+            "version": self.version, "driver": self.driver, "compute_units": self.compute_units,
+            "clock_mhz": self.clock_mhz, "global_mem": self.global_mem,
+            "local_mem": self.local_mem, "max_alloc": self.max_alloc,
+            "max_work_group_size": self.max_work_group_size, "fp64": self.fp64,
+            "fp16": self.fp16, "simulator": self.simulator,
+            "unified_memory": self.unified_memory,
+        }
+
     def __str__(self):
         return f"{self.id} {self.name} ({self.platform}, {self.type})"
 
@@ -275,18 +295,9 @@ def select(spec=None) -> Device:
     """
     if isinstance(spec, Device):
         return spec
-    candidates = devices()
     if spec is None:
-        env = os.environ.get("CLKIT_DEVICE", "").strip()
-        if env:
-            return _matches(env, candidates, what="CLKIT_DEVICE")[0]
-        usable = sorted((d for d in candidates if not d.simulator), key=_score)
-        if not usable:
-            listing = "; ".join(str(d) for d in candidates) or "none"
-            raise DeviceNotFoundError(
-                f"no OpenCL device to choose by default (visible: {listing}); the Oclgrind "
-                "simulator is used only when named, e.g. CLKIT_DEVICE=oclgrind")
-        return usable[0]
+        return ranked()[0]
+    candidates = devices()
     if isinstance(spec, cl.Device):
         for d in candidates:
             if d.cl_device == spec:
@@ -296,6 +307,36 @@ def select(spec=None) -> Device:
         raise ArgumentTypeError(f"a device spec is a clkit.Device or a string, not "
                                 f"{type(spec).__name__}")
     return _matches(spec, candidates, what="device spec")[0]
+
+
+def ranked() -> list[Device]:
+    """The devices :func:`select` chooses from by default, best first.
+
+    Those ``CLKIT_DEVICE`` names when it is set; else every visible device
+    but the Oclgrind simulator.  ``ranked()[0]`` is ``select()``.
+
+    Raises
+    ------
+    DeviceNotFoundError
+        No device qualifies; the message lists the visible ones.
+
+    Examples
+    --------
+    >>> import clkit._devices
+    >>> clkit._devices.ranked()[0] == clkit.select()
+    True
+    """
+    candidates = devices()
+    env = os.environ.get("CLKIT_DEVICE", "").strip()
+    if env:
+        return _matches(env, candidates, what="CLKIT_DEVICE")
+    usable = sorted((d for d in candidates if not d.simulator), key=_score)
+    if not usable:
+        listing = "; ".join(str(d) for d in candidates) or "none"
+        raise DeviceNotFoundError(
+            f"no OpenCL device to choose by default (visible: {listing}); the Oclgrind "
+            "simulator is used only when named, e.g. CLKIT_DEVICE=oclgrind")
+    return usable
 
 
 def select_many(spec) -> list[Device]:

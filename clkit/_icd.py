@@ -31,18 +31,24 @@ class IcdFile:
     error: str | None  # None when the library loads and reports a platform
 
 
-def vendor_dirs() -> list[Path]:
-    """The folders of ``.icd`` files that the loaders consult, in order.
+def vendor_dir(env=None) -> Path:
+    """The folder of ``.icd`` files the loader reads with environment ``env`` (default: ours).
 
     ``OCL_ICD_VENDORS`` (Khronos and ocl-icd loaders) replaces the default
     folder; ``OPENCL_VENDOR_PATH`` is ocl-icd's older spelling.
     """
+    env = os.environ if env is None else env
     for var in ("OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"):
-        value = os.environ.get(var)
+        value = env.get(var)
         if value:
             path = Path(value)
-            return [path.parent if path.suffix == ".icd" else path]
-    return [DEFAULT_VENDOR_DIR]
+            return path.parent if path.suffix == ".icd" else path
+    return DEFAULT_VENDOR_DIR
+
+
+def vendor_dirs() -> list[Path]:
+    """The folders of ``.icd`` files that the loaders consult, in order."""
+    return [vendor_dir()]
 
 
 def icd_files(probe: bool = True) -> list[IcdFile]:

@@ -27,14 +27,13 @@ to the format's range (0..255, or 0..65535 for a 16-bit result) and rounded;
 ``.npy`` keeps every dtype.
 
 Every error names the file: ``FileNotFoundError``/``PermissionError`` (and
-other ``OSError``) for the file system, ``ValueError`` for contents.
+other ``OSError``) for the file system, :class:`clkit.ArgumentValueError` (a
+``ValueError``) for contents.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import struct
 import tokenize
 import warnings
@@ -43,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import ClkitError
+from ._errors import ArgumentValueError, ClkitError
+from ._files import atomic_write
 
 #: Extensions a folder listing treats as images (a single file may be any
 #: format Pillow recognises, whatever its name).
@@ -123,7 +123,7 @@ def _check_readable(path: Path) -> None:
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder, not an image file")
     if info.st_size == 0:
-        raise ValueError(f"{path}: the file is empty")
+        raise ArgumentValueError(f"{path}: the file is empty")
     if not os.access(path, os.R_OK):
         raise PermissionError(f"{path}: permission denied")
 
@@ -135,23 +135,28 @@ def _read_npy(path: Path) -> np.ndarray:
         raise PermissionError(f"{path}: permission denied") from None
     except ValueError as exc:
         if "allow_pickle" in str(exc):
-            raise ValueError(f"{path}: holds Python objects, not numbers; save a numeric array "
-                             "with numpy.save") from None
-        raise ValueError(f"{path}: not a valid .npy file, truncated or corrupt ({exc})") from None
+            raise ArgumentValueError(
+                f"{path}: holds Python objects, not numbers; save a numeric array "
+                "with numpy.save") from None
+        raise ArgumentValueError(
+            f"{path}: not a valid .npy file, truncated or corrupt ({exc})") from None
     except (OSError, EOFError, SyntaxError, tokenize.TokenError) as exc:
         # numpy parses the header with Python's tokenizer, whose errors escape from 3.12 on
-        raise ValueError(f"{path}: not a valid .npy file, truncated or corrupt ({exc})") from None
+        raise ArgumentValueError(
+            f"{path}: not a valid .npy file, truncated or corrupt ({exc})") from None
     if not isinstance(array, np.ndarray):  # np.load also opens .npz archives, whatever the name
         array.close()
-        raise ValueError(f"{path}: is an .npz archive, not an .npy array")
+        raise ArgumentValueError(f"{path}: is an .npz archive, not an .npy array")
     if not array.dtype.isnative:  # saved on a big-endian machine: kernels need native order
         array = array.astype(array.dtype.newbyteorder("="))
     if array.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: holds {array.dtype} values; an image needs integers or floats")
+        raise ArgumentValueError(
+            f"{path}: holds {array.dtype} values; an image needs integers or floats")
     if array.dtype.kind == "b":
         array = array.astype(np.uint8) * np.uint8(255)
     if array.ndim not in (2, 3) or array.size == 0:
-        raise ValueError(f"{path}: an image array is HxW or HxWxC, not shape {array.shape}")
+        raise ArgumentValueError(
+            f"{path}: an image array is HxW or HxWxC, not shape {array.shape}")
     return array
 
 
@@ -168,13 +173,15 @@ def _read_pillow(path: Path) -> np.ndarray:
     except PermissionError:
         raise PermissionError(f"{path}: permission denied") from None
     except Image.UnidentifiedImageError:
-        raise ValueError(f"{path}: not an image file (unknown format, or the file is corrupt)"
-                         ) from None
+        raise ArgumentValueError(
+            f"{path}: not an image file (unknown format, or the file is corrupt)"
+            ) from None
     except Image.DecompressionBombError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise ArgumentValueError(f"{path}: {exc}") from None
     except _DECODE_ERRORS as exc:
         what = "truncated" if "truncated" in str(exc) else "corrupt"
-        raise ValueError(f"{path}: cannot decode the image, the file is {what} ({exc})") from None
+        raise ArgumentValueError(
+            f"{path}: cannot decode the image, the file is {what} ({exc})") from None
     fmt = img.format
     if img.getexif().get(0x0112, 1) != 1:  # EXIF orientation: a camera held sideways
         img = ImageOps.exif_transpose(img)
@@ -200,8 +207,9 @@ def _pixels(img, fmt, path) -> np.ndarray:
         return array
     if mode == "F":
         return np.asarray(img, dtype=np.float32)
-    raise ValueError(f"{path}: {fmt} images of mode {img.mode} are not supported; convert it to "
-                     "8-bit RGB or gray, or 16-bit gray")
+    raise ArgumentValueError(
+        f"{path}: {fmt} images of mode {img.mode} are not supported; convert it to "
+        "8-bit RGB or gray, or 16-bit gray")
 
 
 def _as_color(array: np.ndarray, path) -> np.ndarray:
@@ -214,7 +222,8 @@ def _as_color(array: np.ndarray, path) -> np.ndarray:
         return np.concatenate([np.repeat(array[:, :, :1], 3, axis=2), array[:, :, 1:]], axis=2)
     if channels in (3, 4):
         return array
-    raise ValueError(f"{path}: has {channels} channels; a colour image has 3 (RGB) or 4 (RGBA)")
+    raise ArgumentValueError(
+        f"{path}: has {channels} channels; a colour image has 3 (RGB) or 4 (RGBA)")
 
 
 def list_images(folder) -> list:
@@ -249,13 +258,14 @@ def image_format(path) -> str:
     if suffix == ".ply":
         return "PLY"
     if not suffix:
-        raise ValueError(f"{path}: no file extension to choose the format; "
-                         "name it .png, .jpg, .tif or .npy")
+        raise ArgumentValueError(f"{path}: no file extension to choose the format; "
+                                   "name it .png, .jpg, .tif or .npy")
     Image = _pillow(path)
     Image.init()
     fmt = Image.registered_extensions().get(suffix)
     if fmt is None or fmt not in Image.SAVE:
-        raise ValueError(f"{path}: cannot write {suffix} files; use .png, .jpg, .tif or .npy")
+        raise ArgumentValueError(
+            f"{path}: cannot write {suffix} files; use .png, .jpg, .tif or .npy")
     return fmt
 
 
@@ -318,7 +328,8 @@ def write_image(path, array, *, bits: int = 8) -> None:
             np.save(f, array, allow_pickle=False)
         return
     if fmt == "PLY":
-        raise ValueError(f"{path}: a PLY file holds points, not an image; use .png or .npy")
+        raise ArgumentValueError(
+            f"{path}: a PLY file holds points, not an image; use .png or .npy")
     Image = _pillow(path)
     pixels = _to_pixels(array, fmt, bits, path)
     img = Image.fromarray(pixels)
@@ -327,30 +338,32 @@ def write_image(path, array, *, bits: int = 8) -> None:
         with atomic_write(path) as f:
             img.save(f, format=fmt, **options)
     except (ValueError, KeyError) as exc:  # Pillow: this format cannot hold this mode
-        raise ValueError(f"{path}: {fmt} cannot store a {img.mode} image ({exc}); "
-                         "use .png or .npy") from None
+        raise ArgumentValueError(f"{path}: {fmt} cannot store a {img.mode} image ({exc}); "
+                                   "use .png or .npy") from None
 
 
 def _to_pixels(array: np.ndarray, fmt: str, bits: int, path) -> np.ndarray:
     if array.ndim == 3 and array.shape[2] == 1:
         array = array[:, :, 0]
     if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[2] not in (2, 3, 4)):
-        raise ValueError(f"{path}: cannot store an array of shape {array.shape} as an image; "
-                         "use .npy")
+        raise ArgumentValueError(
+            f"{path}: cannot store an array of shape {array.shape} as an image; "
+            "use .npy")
     if array.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: cannot store {array.dtype} values as an image")
+        raise ArgumentValueError(f"{path}: cannot store {array.dtype} values as an image")
     if bits == 16:
         if array.ndim != 2:
-            raise ValueError(f"{path}: the result is 16-bit with {array.shape[2]} channels; "
-                             "image files hold 16 bits per pixel with one channel only: use .npy")
+            raise ArgumentValueError(
+                f"{path}: the result is 16-bit with {array.shape[2]} channels; "
+                "image files hold 16 bits per pixel with one channel only: use .npy")
         if fmt not in ("PNG", "TIFF"):
-            raise ValueError(f"{path}: the result is 16-bit and {fmt} holds 8 bits; "
-                             "use .png, .tif or .npy")
+            raise ArgumentValueError(f"{path}: the result is 16-bit and {fmt} holds 8 bits; "
+                                       "use .png, .tif or .npy")
         dtype = np.uint16
     elif bits == 8:
         dtype = np.uint8
     else:
-        raise ValueError(f"bits must be 8 or 16, not {bits!r}")
+        raise ArgumentValueError(f"bits must be 8 or 16, not {bits!r}")
     if fmt == "JPEG" and array.ndim == 3 and array.shape[2] in (2, 4):
         array = array[:, :, :-1] if array.shape[2] == 4 else array[:, :, 0]  # JPEG has no alpha
     if array.dtype != dtype:
@@ -383,7 +396,7 @@ def write_ply(path, points, colors=None) -> None:
     path = Path(path)
     points = np.asarray(points)
     if points.ndim != 2 or points.shape[1] != 3:
-        raise ValueError(f"{path}: points must have shape (N, 3), not {points.shape}")
+        raise ArgumentValueError(f"{path}: points must have shape (N, 3), not {points.shape}")
     fields = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
     header = ["ply", "format binary_little_endian 1.0", "comment written by clkit",
               f"element vertex {len(points)}",
@@ -391,10 +404,10 @@ def write_ply(path, points, colors=None) -> None:
     if colors is not None:
         colors = np.asarray(colors)
         if colors.shape != points.shape:
-            raise ValueError(f"{path}: colors must have the points' shape {points.shape}, "
-                             f"not {colors.shape}")
+            raise ArgumentValueError(f"{path}: colors must have the points' shape {points.shape}, "
+                                       f"not {colors.shape}")
         if colors.dtype != np.uint8:
-            raise ValueError(f"{path}: colors must be uint8, not {colors.dtype}")
+            raise ArgumentValueError(f"{path}: colors must be uint8, not {colors.dtype}")
         fields += [("red", "u1"), ("green", "u1"), ("blue", "u1")]
         header += ["property uchar red", "property uchar green", "property uchar blue"]
     header.append("end_header")
@@ -405,51 +418,3 @@ def write_ply(path, points, colors=None) -> None:
     with atomic_write(path) as f:
         f.write(("\n".join(header) + "\n").encode("ascii"))
         f.write(vertices.tobytes())
-
-
-@contextlib.contextmanager
-def atomic_write(path):
-    """Open a binary file that appears at ``path`` only once it is complete.
-
-    The data goes to a hidden temporary file beside ``path``, flushed to disk,
-    then moved over ``path`` in one step (``os.replace``).  If the block
-    raises, the temporary file is removed and ``path`` is left as it was.
-    The new file gets the usual permissions (0666 less the umask).
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"cannot write {path}: it is a folder")
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as exc:
-        raise _write_error(path, exc) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise _write_error(path, exc) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _write_error(path: Path, exc: OSError) -> OSError:
-    if isinstance(exc, FileNotFoundError):
-        if path.parent.is_dir():  # e.g. /proc: the folder is there, but takes no new files
-            return FileNotFoundError(f"cannot write {path}: {path.parent} does not take new "
-                                     f"files ({exc.strerror})")
-        return FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
-    if isinstance(exc, NotADirectoryError):
-        return NotADirectoryError(f"cannot write {path}: {path.parent} is not a folder")
-    if isinstance(exc, PermissionError):
-        return PermissionError(f"cannot write {path}: permission denied in {path.parent}")
-    if isinstance(exc, IsADirectoryError):
-        return IsADirectoryError(f"cannot write {path}: it is a folder")
-    if str(path) in str(exc):
-        return exc
-    return type(exc)(f"cannot write {path}: {exc.strerror or exc}")

@@ -13,7 +13,7 @@ Oclgrind reads its settings from the environment once, when its driver is
 loaded, so they must be set before the process first asks the OpenCL loader
 for platforms.  Two ways to do that:
 
-- ``clkit check SCRIPT.py [ARGS...]`` (:mod:`clkit._cli_check`) runs a
+- ``clkit check SCRIPT.py [ARGS...]`` (:mod:`clkit.cli.check`) runs a
   script in a child process set up here, and counts the diagnostics;
 - ``CLKIT_DEBUG=oclgrind`` in a process's environment: clkit calls
   :func:`apply_debug_environment` on its own process before it first lists devices.
@@ -52,24 +52,19 @@ INSTALL_HINT = ("install Oclgrind (Debian/Ubuntu: sudo apt-get install oclgrind;
 
 
 def debug_mode(env=None) -> str | None:
-    """The value of ``CLKIT_DEBUG`` (``"oclgrind"`` is the only one), lowercased, or None."""
+    """The value of ``CLKIT_DEBUG``, lowercased, or None.
+
+    ``"oclgrind"``: kernels run on the simulator with its checks on (and the
+    ``clkit`` command shows tracebacks); ``"1"``: only the tracebacks.
+    """
     value = (os.environ if env is None else env).get("CLKIT_DEBUG", "").strip().lower()
     return value or None
-
-
-def _vendor_dir(env) -> Path:
-    """The folder of ``.icd`` files the loader reads with environment ``env`` (see _icd)."""
-    for var in ("OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"):
-        if env.get(var):
-            path = Path(env[var])
-            return path.parent if path.suffix == ".icd" else path
-    return _icd.DEFAULT_VENDOR_DIR
 
 
 def registered(env=None) -> bool:
     """Whether an ``.icd`` file the loader reads (with ``env``) names the Oclgrind driver."""
     env = os.environ if env is None else env
-    folder = _vendor_dir(env)
+    folder = _icd.vendor_dir(env)
     for icd in sorted(folder.glob("*.icd")) if folder.is_dir() else ():
         try:
             if "oclgrind" in Path(icd.read_text().strip()).name.lower():
@@ -135,7 +130,7 @@ def _vendor_folder(env, library: Path) -> Path:
     """A new folder with the loader's ``.icd`` files and one for Oclgrind."""
     folder = Path(tempfile.mkdtemp(prefix="clkit-oclgrind-icd-"))
     _made.append(folder)
-    source = _vendor_dir(env)
+    source = _icd.vendor_dir(env)
     if source.is_dir():
         for icd in sorted(source.glob("*.icd")):
             try:
@@ -161,11 +156,12 @@ def apply_debug_environment() -> bool:
     """
     from ._errors import ArgumentValueError, DeviceNotFoundError
     mode = debug_mode()
-    if mode is None:
+    if mode is None or mode == "1":
         return False
     if mode != "oclgrind":
         raise ArgumentValueError(f"CLKIT_DEBUG={os.environ['CLKIT_DEBUG']!r} is not a debug mode "
-                                 "clkit knows; use CLKIT_DEBUG=oclgrind, or unset it")
+                                 "clkit knows; use CLKIT_DEBUG=oclgrind or CLKIT_DEBUG=1, or "
+                                 "unset it")
     try:
         env = environment()
     except FileNotFoundError as exc:

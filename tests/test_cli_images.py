@@ -506,14 +506,14 @@ def test_batch_refuses_to_overwrite_its_input_folder(tmp_path, rgb):
 def test_progress_bar_draws_on_a_terminal_only():
     import io
 
-    from clkit._cli_images import _Progress
+    from clkit.cli._batch import Progress
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
     screen = Terminal()
-    bar = _Progress(3, "gray", screen)
+    bar = Progress(3, "gray", screen)
     for name in ("a.png", "b.png", "c.png"):
         bar.step(name)
     bar.close()
@@ -522,7 +522,7 @@ def test_progress_bar_draws_on_a_terminal_only():
     assert drawn.endswith("\r")  # the line is cleared at the end
 
     pipe = io.StringIO()
-    bar = _Progress(3, "gray", pipe)
+    bar = Progress(3, "gray", pipe)
     bar.step("a.png")
     bar.close()
     assert pipe.getvalue() == ""

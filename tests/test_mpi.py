@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from _reference import assert_mostly_equal, mandelbrot_reference
 from clkit import kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,14 +54,30 @@ def test_command_line(tmp_path, ranks, rng):
     run = run_mpi(ranks, "-m", "clkit.mpi", "convolve", str(tmp_path / "in.npy"), str(out),
                   "--mask", "sobel-x", "--mode", "nearest")
     assert run.returncode == 0, run.stderr
-    from clkit._cli_images import parse_mask
-    expected = kernels.convolve(image, parse_mask("sobel-x"), mode="nearest", device=RANK_DEVICE)
+    from clkit.kernels._masks import mask_from_spec
+    expected = kernels.convolve(image, mask_from_spec("sobel-x"), mode="nearest",
+                                device=RANK_DEVICE)
     np.testing.assert_array_equal(np.load(out), expected)
     run = run_mpi(ranks, "-m", "clkit.mpi", "blur", str(tmp_path / "in.npy"), str(out),
                   "--sigma", "2")
     assert run.returncode == 0, run.stderr
     expected = kernels.gaussian_blur(image, 2.0, device=RANK_DEVICE)
     np.testing.assert_array_equal(np.load(out), expected)
+
+
+def test_mandelbrot_command_draws_what_clkit_mandelbrot_draws(tmp_path):
+    # No --window: both fit the whole set to the 3:1 picture, x from -5 to 4, y from -1.5 to 1.5.
+    run = run_mpi(2, "-m", "clkit.mpi", "mandelbrot", str(tmp_path / "mpi.npy"), "--size",
+                  "60x20", "--max-iter", "40")
+    assert run.returncode == 0, run.stderr
+    one = subprocess.run([sys.executable, "-m", "clkit", "mandelbrot", str(tmp_path / "one.npy"),
+                          "--size", "60x20", "--max-iter", "40", "--device", RANK_DEVICE],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert one.returncode == 0, one.stderr
+    counts = np.load(tmp_path / "mpi.npy")
+    np.testing.assert_array_equal(counts, np.load(tmp_path / "one.npy"))
+    assert_mostly_equal(counts, mandelbrot_reference(60, 20, xmin=-5, xmax=4, ymin=-1.5,
+                                                     ymax=1.5, max_iter=40))
 
 
 def test_command_line_errors_end_every_rank(tmp_path):

@@ -13,16 +13,15 @@ An error on any rank is raised on every rank (:class:`RankError` on the
 others), so that no rank waits for ever.
 
 Run from the command line with ``mpiexec -n N python -m clkit.mpi convolve IN
-OUT --mask ...`` (also ``gray``, ``blur``, ``mandelbrot``).
+OUT --mask ...`` (also ``gray``, ``blur``, ``mandelbrot``: the same commands,
+arguments and outputs as ``clkit``'s, on one file).
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from .._devices import _matches, _score, devices
+from .._devices import ranked
 from .._errors import ClkitError
 from ..kernels import _basic, _convolve, _mandelbrot
 
@@ -60,12 +59,7 @@ def local_device(comm=None):
     node = comm.Split_type(_mpi().COMM_TYPE_SHARED)
     local_rank = node.Get_rank()
     node.Free()
-    visible = devices()
-    spec = os.environ.get("CLKIT_DEVICE", "").strip()
-    admitted = _matches(spec, visible, "CLKIT_DEVICE") if spec else \
-        sorted((d for d in visible if not d.simulator), key=_score)
-    if not admitted:
-        raise ClkitError("clkit.mpi: no usable OpenCL device on this node")
+    admitted = ranked()
     return admitted[local_rank % len(admitted)]
 
 

@@ -17,9 +17,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from ._cli import UsageError, _Parser, command
-from ._cli_bench import _check_plot, _output_folder
-from ._trace import LIMIT, Trace
+from .._trace import LIMIT, Trace
+from ._command import Command, Parser, UsageError
+from ._outputs import check_plot, output_folder
 
 
 def run_script(script: Path, argv: list, trace: Trace) -> int:
@@ -49,38 +49,6 @@ def run_script(script: Path, argv: list, trace: Trace) -> int:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-@command("trace", "run a Python script under a trace of every kernel and transfer clkit "
-                  "makes; print the summary, save the timeline (-o) or draw it (--plot)")
-def cmd_trace(args):
-    script = Path(args.script)
-    if not script.is_file():
-        raise UsageError(f"{script}: no such script" if not script.exists()
-                         else f"{script} is not a file; give the Python script to run")
-    script_args = _take_own_options(args)
-    if args.output:
-        _output_folder(args.output, "-o")
-    if args.plot:
-        _check_plot(args.plot)
-    if args.device:
-        os.environ["CLKIT_DEVICE"] = args.device
-    t = Trace(args.limit)
-    status = run_script(script, script_args, t)
-    sys.stdout.flush()
-    err = sys.stderr
-    print(f"\n{t.summary()}", file=err)
-    if args.output:
-        t.save(args.output)
-        print(f"clkit trace: wrote {args.output} (open it in https://ui.perfetto.dev or "
-              "chrome://tracing)", file=err)
-    else:
-        print("clkit trace: -o FILE.json saves the timeline for Perfetto or chrome://tracing",
-              file=err)
-    if args.plot:
-        t.plot(args.plot)
-        print(f"clkit trace: wrote {args.plot}", file=err)
-    return status
-
-
 def _take_own_options(args) -> list:
     """The script's arguments; ``-o``, ``--plot`` and ``--limit`` among them are clkit's.
 
@@ -91,7 +59,7 @@ def _take_own_options(args) -> list:
     if "--" in rest:
         cut = rest.index("--")
         rest, after = rest[:cut], rest[cut + 1:]
-    own = _Parser(prog="clkit trace", add_help=False)
+    own = Parser(prog="clkit trace", add_help=False)
     _add_own_options(own)
     found, script_args = own.parse_known_args(rest)
     for name in ("output", "plot", "limit"):
@@ -118,14 +86,41 @@ def _add_own_options(p, limit=None):
                    help="the most commands kept (default %(default)s); later ones are counted")
 
 
-def _configure_trace(p):
-    p.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                   help="arguments for the script")
-    _add_own_options(p, LIMIT)
-    p.epilog = ("-o, --plot and --limit are clkit's wherever they stand; arguments after -- "
-                "all go to the script. Copies made by pyopencl's own array methods (a.get(), "
-                "a.set()) are not clkit's and are not recorded.")
+class TraceScript(Command):
+    def arguments(self, p):
+        p.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
+        p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                       help="arguments for the script")
+        _add_own_options(p, LIMIT)
+        p.epilog = ("-o, --plot and --limit are clkit's wherever they stand; arguments after -- "
+                    "all go to the script. Copies made by pyopencl's own array methods (a.get(), "
+                    "a.set()) are not clkit's and are not recorded.")
 
-
-cmd_trace.configure = _configure_trace
+    def run(self, args):
+        script = Path(args.script)
+        if not script.is_file():
+            raise UsageError(f"{script}: no such script" if not script.exists()
+                             else f"{script} is not a file; give the Python script to run")
+        script_args = _take_own_options(args)
+        if args.output:
+            output_folder(args.output, "-o")
+        if args.plot:
+            check_plot(args.plot)
+        if args.device:
+            os.environ["CLKIT_DEVICE"] = args.device
+        t = Trace(args.limit)
+        status = run_script(script, script_args, t)
+        sys.stdout.flush()
+        err = sys.stderr
+        print(f"\n{t.summary()}", file=err)
+        if args.output:
+            t.save(args.output)
+            print(f"clkit trace: wrote {args.output} (open it in https://ui.perfetto.dev or "
+                  "chrome://tracing)", file=err)
+        else:
+            print("clkit trace: -o FILE.json saves the timeline for Perfetto or chrome://tracing",
+                  file=err)
+        if args.plot:
+            t.plot(args.plot)
+            print(f"clkit trace: wrote {args.plot}", file=err)
+        return status

@@ -1,0 +1,144 @@
+"""Running a command over one file or every image of a folder, with a progress bar.
+
+``IN`` may be a folder: then ``OUT`` is a folder (created if needed), every
+image directly in ``IN`` is processed into a file of the same name, and a
+progress bar on stderr (when it is a terminal) shows the batch.  A file that
+fails does not stop the batch: the others are still written, and the command
+ends with one error line naming the file(s) and exit status 2.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from .. import _imageio
+from .._errors import ArgumentTypeError, ArgumentValueError
+from ._command import UsageError
+
+#: Failures that concern one input file (its contents, its output, its size): reported with
+#: the file's name; in a batch, the other files go on.
+FILE_ERRORS = (ArgumentValueError, ArgumentTypeError, OSError, MemoryError)
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, total: int, label: str, stream=None):
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.label = label
+        self.done = 0
+        self.active = total > 1 and self.stream.isatty()
+        self.started = time.perf_counter()
+
+    def step(self, name: str) -> None:
+        """Count one more file done (``name``) and redraw."""
+        self.done += 1
+        if not self.active:
+            return
+        width = shutil.get_terminal_size((80, 20)).columns
+        bar = 24
+        filled = bar * self.done // self.total
+        elapsed = time.perf_counter() - self.started
+        left = elapsed / self.done * (self.total - self.done)
+        text = (f"{self.label} [{'#' * filled}{'.' * (bar - filled)}] "
+                f"{self.done}/{self.total}, {left:.0f} s left  {name}")
+        self.stream.write("\r" + text[:width - 1].ljust(width - 1))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.active:
+            self.stream.write("\r" + " " * (shutil.get_terminal_size((80, 20)).columns - 1) + "\r")
+            self.stream.flush()
+
+
+def file_error(src: Path, dst: Path, exc: BaseException) -> str:
+    """The message of a failure on one file, naming the file."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, MemoryError):
+        message = "not enough memory for this image"
+    if str(src) not in message and str(dst) not in message:
+        message = f"{src}: {message}"
+    return message
+
+
+def jobs(src, dst, out_suffix=None) -> tuple[list, Path | None]:
+    """The (input, output) pairs of a command, and the output folder for a batch.
+
+    ``out_suffix`` replaces the extension of outputs named after inputs
+    (``.ply`` for point clouds); otherwise an output keeps the input's name.
+    """
+    src, dst = Path(src), Path(dst)
+    if src.is_dir():
+        if dst.exists() and not dst.is_dir():
+            raise UsageError(f"{src} is a folder, so OUT must be a folder too, and {dst} is a "
+                             "file")
+        if dst.exists() and dst.resolve() == src.resolve():
+            raise UsageError(f"OUT {dst} is the input folder: the results would replace the "
+                             "originals; name another folder")
+        inputs = _imageio.list_images(src)
+        if not inputs:
+            raise UsageError(f"{src}: no image files in this folder (looked for "
+                             f"{', '.join(_imageio.IMAGE_EXTENSIONS)})")
+        pairs = [(p, dst / (p.stem + out_suffix if out_suffix else p.name)) for p in inputs]
+        seen = {}
+        for p, out in pairs:
+            if out in seen:
+                raise UsageError(f"{seen[out].name} and {p.name} in {src} would both be written "
+                                 f"to {out}; rename one of them")
+            seen[out] = p
+        try:
+            dst.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"cannot create the folder {dst}: {exc.strerror or exc}") from None
+        return pairs, dst
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: no such file or folder")
+    if dst.is_dir():  # like cp: a file into an existing folder keeps its name
+        dst = dst / (src.stem + out_suffix if out_suffix else src.name)
+    _imageio.check_output(dst)  # a bad output name or folder fails before any work
+    return [(src, dst)], None
+
+
+def for_each_file(args, process, *, out_suffix=None, unit="image") -> None:
+    """Run ``process(src, dst)`` for ``args.input`` or every image of that folder.
+
+    ``process`` returns a short description of what it wrote.  In a batch, a
+    file that fails with one of :data:`FILE_ERRORS` (bad contents, an
+    unwritable output) is reported at the end and the rest go on; any other
+    error (the device, the kernel build) stops the batch at once.
+    """
+    pairs, folder = jobs(args.input, args.output, out_suffix)
+    started = time.perf_counter()
+    if folder is None:
+        src, dst = pairs[0]
+        try:
+            what = process(src, dst)
+        except FILE_ERRORS as exc:
+            raise UsageError(file_error(src, dst, exc)) from None
+        print(f"wrote {dst}{what}")
+        return
+    progress = Progress(len(pairs), args.command)
+    failures = []
+    try:
+        for src, dst in pairs:
+            try:
+                process(src, dst)
+            except FILE_ERRORS as exc:
+                failures.append((src, file_error(src, dst, exc)))
+            progress.step(src.name)
+    finally:
+        progress.close()
+    written = len(pairs) - len(failures)
+    seconds = time.perf_counter() - started
+    if failures:
+        others = ", ".join(str(s) for s, _ in failures[1:6])
+        if len(failures) > 6:
+            others += f" and {len(failures) - 6} more"
+        raise UsageError(f"{failures[0][1]}"
+                         + (f"; also failed: {others}" if others else "")
+                         + f" ({written} of {len(pairs)} {unit}s written to {folder})")
+    print(f"wrote {written} {unit}{'s' if written != 1 else ''} to {folder} in {seconds:.2f} s")

@@ -1,0 +1,102 @@
+"""What the image commands share: reading, filtering with one library call, writing.
+
+Results keep the input's pixel depth: 8-bit images give 8-bit images
+(clipped to 0..255 and rounded), 16-bit images 16-bit ones; ``.npy`` outputs
+keep the exact float32 values (and the signs of derivative filters).
+
+An :class:`ImageCommand` says how it reads an image (:meth:`~ImageCommand.prepare`)
+and which library function it calls (:meth:`~ImageCommand.compute`);
+``clkit`` runs it on one device over a file or a folder, ``python -m
+clkit.mpi`` across MPI ranks on one file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .. import _imageio, kernels
+from .._devices import select
+from . import _types
+from ._batch import for_each_file
+from ._command import Command
+
+MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
+
+
+def describe(array: np.ndarray, bits: int, dst: Path) -> str:
+    """`` (WxH, C channels, 8-bit)``: what was written."""
+    h, w = array.shape[:2]
+    channels = 1 if array.ndim == 2 else array.shape[2]
+    kind = f"{array.dtype}" if dst.suffix.lower() == ".npy" else f"{bits}-bit"
+    return f" ({w}x{h}, {channels} channel{'s' if channels != 1 else ''}, {kind})"
+
+
+def bits_of(image: np.ndarray) -> int:
+    """The pixel depth an output keeps: 16 for 16-bit inputs, else 8."""
+    return 16 if image.dtype == np.uint16 else 8
+
+
+def add_io(p, in_help, out_help, in_name="IN", out_name="OUT"):
+    p.add_argument("input", metavar=in_name, help=in_help)
+    p.add_argument("output", metavar=out_name, help=out_help)
+
+
+def add_border(p):
+    p.add_argument("--mode", choices=MODES, default="reflect",
+                   help="how the image continues past its border, as in scipy.ndimage "
+                        "(default: reflect)")
+    p.add_argument("--cval", type=_types.finite, default=0.0, metavar="V",
+                   help="the value outside the image for --mode constant (default: 0)")
+
+
+class ImageCommand(Command):
+    """IN -> one library function -> OUT, for a file or a folder of them."""
+
+    color = False  # read every image as RGB(A)
+    in_help = "an image (PNG, JPEG, TIFF, .npy, ...) or a folder of them"
+    out_help = ""
+
+    def arguments(self, p):
+        add_io(p, self.in_help, self.out_help)
+        self.options(p)
+
+    def options(self, p) -> None:
+        """Add the options of this command's library function."""
+
+    def prepare(self, image: np.ndarray, fp64: bool) -> np.ndarray:
+        """The image as the library function takes it (``fp64``: the device has doubles)."""
+        return image
+
+    def compute(self, image, args, library, **where):
+        """Call this command's function of ``library`` (:mod:`clkit.kernels` or
+        :mod:`clkit.mpi`) on ``image``; ``where`` is its ``device=`` or ``comm=``."""
+        raise NotImplementedError
+
+    def run(self, args):
+        device = select(args.device)
+
+        def process(src, dst):
+            image = _imageio.read_image(src, color=self.color)
+            bits = bits_of(image)
+            result = self.compute(self.prepare(image, device.fp64), args, kernels,
+                                  device=device)
+            _imageio.write_image(dst, result, bits=bits)
+            return describe(result, bits, dst)
+
+        for_each_file(args, process)
+
+
+class FilterCommand(ImageCommand):
+    """convolve and blur: integers are filtered in float32, as the library does."""
+
+    def options(self, p):
+        add_border(p)
+
+    def prepare(self, image, fp64):
+        if image.dtype.itemsize == 8 and image.dtype.kind in "iu":
+            return image.astype(np.float32)  # numpy's default integers, e.g. from np.arange
+        if image.dtype == np.float64 and not fp64:
+            return image.astype(np.float32)  # this device has no double precision
+        return image
