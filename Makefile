@@ -37,7 +37,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 # CLKIT_BENCH_SIZE=small|default|gpu|WxH and CLKIT_BENCH_DEVICE=<spec> choose the cases' size
-# and the device; report.py prints the ratios of issue 4 from the JSON.
+# and the device; report.py prints the speed-ups and the acceptance targets from the JSON.
 bench: setup
 	mkdir -p .benchmarks
 	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,max,rounds \

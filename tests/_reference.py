@@ -1,7 +1,8 @@
 """Independent numpy references and comparison helpers for the kernel-library tests.
 
-Nothing here imports clkit's kernels: the references follow SPEC.md, and
-scipy/OpenCV where the SPEC names them, so that the tests are a real check of
+Nothing here imports clkit's kernels: the references follow the behaviour the
+library documents (its docstrings and the README), with scipy/OpenCV where the
+documentation names them, so that the tests are a real check of
 ``clkit.kernels``.  Also the user kernels that several test modules launch.
 """
 
@@ -275,7 +276,7 @@ def gray_uint8_reference(image, weights="bt601"):
 
 def mandelbrot_reference(width, height, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5,
                          max_iter=256, dtype=np.float32):
-    """Escape-time counts per SPEC.md, with every operation in ``dtype``.
+    """Escape-time counts as :func:`clkit.kernels.mandelbrot` documents them, in ``dtype``.
 
     ``c = x + iy`` with x = numpy.linspace(xmin, xmax, width) for the columns and
     y = numpy.linspace(ymin, ymax, height) for the rows (row 0 has ymin).  The
