@@ -1,7 +1,7 @@
 """Benchmarks: each group compares clkit with its baselines in the same run.
 
 Every benchmark is named ``test_<group>__<variant>``; a group is one case of
-:mod:`clkit._bench` (one kernel at one size) and holds its variants: the
+:mod:`clkit.bench` (one kernel at one size) and holds its variants: the
 baselines (serial Python, numpy, scipy, OpenCV, torch, cupy, where installed)
 and clkit's (``clkit_kernel``, ``clkit_e2e``).  ``python benchmarks/report.py
 RESULTS.json`` prints, per group, each variant's median and its ratio to the

@@ -455,7 +455,7 @@ def test_device_option(tmp_path, rgb, monkeypatch, capsys):
     import pyopencl as cl
 
     import clkit as ck
-    from clkit._cli import main
+    from clkit.cli import main
     used = []
     launch = cl.Kernel.__call__
 
