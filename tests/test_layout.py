@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "clkit"
 KERNELS_CL = PACKAGE.parent / "kernels_cl"
 
 # (layer, the modules or packages in it), bottom first. A package name stands for all its
-# modules. A new module gets a row here: the layer whose modules it may use.
+# modules ("clkit" for its __init__ only). A new module gets a place here: the layer whose
+# modules it may use.
 LAYERS = [
     ("foundation", ["clkit._errors", "clkit._files", "clkit._icd", "clkit._oclgrind",
                     "clkit._signature", "clkit._source", "clkit._cache", "clkit._imageio"]),
@@ -24,7 +25,7 @@ LAYERS = [
     ("runtime", ["clkit._runtime"]),
     ("build/array", ["clkit._build", "clkit._array", "clkit._pinned", "clkit._transfer"]),
     ("launch", ["clkit._launch"]),
-    ("program", ["clkit._program", "clkit"]),
+    ("program", ["clkit._program", "clkit._map", "clkit"]),
     ("kernels library", ["clkit.kernels"]),
     ("cli/bench/mpi", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.__main__"]),
 ]
@@ -46,7 +47,8 @@ def layer_of(module: str) -> int:
     best = None
     for index, (_, names) in enumerate(LAYERS):
         for name in names:
-            if (module == name or module.startswith(name + ".")) and \
+            inside = module.startswith(name + ".") and name != "clkit"
+            if (module == name or inside) and \
                     (best is None or len(name) > len(best[1])):
                 best = (index, name)
     assert best is not None, f"{module} is in no layer: add it to LAYERS in {__file__}"
