@@ -22,7 +22,7 @@ LAYERS = [
     ("foundation", ["clkit._errors", "clkit._files", "clkit._icd", "clkit._oclgrind",
                     "clkit._signature", "clkit._source", "clkit._cache", "clkit._imageio"]),
     ("devices", ["clkit._devices"]),
-    ("runtime", ["clkit._runtime"]),
+    ("runtime", ["clkit._runtime", "clkit._trace"]),
     ("build/array", ["clkit._build", "clkit._array", "clkit._pinned", "clkit._transfer"]),
     ("launch", ["clkit._launch"]),
     ("program", ["clkit._program", "clkit._map", "clkit"]),
