@@ -33,6 +33,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ._errors import ArgumentValueError, ClkitError
+from ._files import atomic_write
 from ._runtime import runtime_of_queue
 
 LIMIT = 100_000
@@ -344,8 +345,8 @@ class Trace:
         >>> "traceEvents" in json.load(open(path))
         True
         """
-        data = self.to_json()
-        _write_whole(path, lambda f: json.dump(data, f), "w")
+        with atomic_write(path) as f:
+            f.write(json.dumps(self.to_json()).encode())
 
     def plot(self, path) -> None:
         """Draw the timeline (one row per device queue and per host thread) with matplotlib.
@@ -394,7 +395,8 @@ class Trace:
         ax.legend(handles=[Patch(color=c, label=k if k != "host" else "host (in clkit)")
                            for k, c in colours.items()], loc="upper right", fontsize=8)
         fig.tight_layout()
-        _write_whole(path, lambda f: fig.savefig(f, format=_format(path), dpi=120), "wb")
+        with atomic_write(path) as f:
+            fig.savefig(f, format=_format(path), dpi=120)
 
     def __repr__(self):
         state = "recording" if self in active else f"{self.wall_ns / 1e6:.3f} ms"
@@ -404,19 +406,6 @@ class Trace:
 def _format(path) -> str:
     ext = os.path.splitext(str(path))[1].lstrip(".").lower()
     return ext or "png"
-
-
-def _write_whole(path, write, mode) -> None:
-    path = os.fspath(path)
-    folder, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, mode) as f:
-            write(f)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 class _Tracks:
