@@ -9,8 +9,8 @@ places call the hooks below (:func:`kernel`, :func:`transfer`,
 is empty when no trace is active, so that an untraced launch pays one check.
 
 Device times are read from the events lazily (when the trace is first
-inspected), and in batches while recording, so that the events of finished
-commands are released as the trace grows.  A trace keeps at most ``limit``
+inspected), and in batches of thousands while recording, so that the events
+of finished commands are released as the trace grows.  A trace keeps at most ``limit``
 records; later commands are counted in :attr:`Trace.dropped`, not kept.
 
 Times are stored in nanoseconds of the host's ``perf_counter_ns`` clock;
@@ -37,11 +37,16 @@ from ._files import atomic_write
 from ._runtime import runtime_of_queue
 
 LIMIT = 100_000
-_SWEEP = 1024  # records between two readings of finished events
+# Records between two readings of finished events: rare, so that reading device times (a few
+# driver calls per command) happens when the trace is inspected, not in the traced code.
+_SWEEP = 4096
 
 active: tuple = ()  # the traces being recorded; the only thing an untraced call looks at
 _active_lock = threading.Lock()
 clock = time.perf_counter_ns
+_STATUS = cl.event_info.COMMAND_EXECUTION_STATUS
+_QUEUED, _START, _END = (cl.profiling_info.QUEUED, cl.profiling_info.START,
+                         cl.profiling_info.END)
 
 
 class _Record:
@@ -59,6 +64,10 @@ class _Record:
         self.thread = threading.current_thread()
         self.t1 = clock()  # host ns: the enqueue returned
         self.t0 = t0 or self.t1  # host ns: entry into the clkit code that enqueued the command
+        if isinstance(event, cl.NannyEvent):
+            # Keep the event, not the host array pyopencl ties to it: the caller's copy of
+            # the event still waits for the copy when dropped, as without a trace.
+            event = cl.Event.from_int_ptr(event.int_ptr)
         self.event = event
         self.blocking = blocking  # the enqueue returned only once the command had finished
         self.queued = self.start = self.end = None  # device ns, once resolved
@@ -71,11 +80,12 @@ class _Record:
         if ev is None:
             return True
         try:
-            if not wait and ev.command_execution_status != cl.command_execution_status.COMPLETE:
+            if wait:
+                ev.wait()
+            elif ev.get_info(_STATUS) != cl.command_execution_status.COMPLETE:
                 return False
-            ev.wait()
-            prof = ev.profile
-            self.queued, self.start, self.end = prof.queued, prof.start, prof.end
+            get = ev.get_profiling_info
+            self.queued, self.start, self.end = get(_QUEUED), get(_START), get(_END)
         except cl.Error:  # a queue without profiling, or a failed command: no device time
             pass
         self.event = None
