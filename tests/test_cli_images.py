@@ -452,18 +452,17 @@ def test_points_output_must_be_ply(tmp_path):
 def test_device_option(tmp_path, rgb, monkeypatch, capsys):
     # In this process, so that every kernel launch is seen with its queue's device: each
     # device named runs the kernels, the default device (when another is named) none of them.
-    import pyopencl as cl
-
     import clkit as ck
+    from clkit import _launch
     from clkit.cli import main
     used = []
-    launch = cl.Kernel.__call__
+    enqueue = _launch._enqueue  # where every clkit kernel launch is enqueued
 
-    def spy(kernel, queue, *args, **kwargs):
+    def spy(queue, *args, **kwargs):
         used.append(queue.device)
-        return launch(kernel, queue, *args, **kwargs)
+        return enqueue(queue, *args, **kwargs)
 
-    monkeypatch.setattr(cl.Kernel, "__call__", spy)
+    monkeypatch.setattr(_launch, "_enqueue", spy)
     src = save(tmp_path / "in.png", rgb)
     for device in ck.devices():
         used.clear()

@@ -22,8 +22,8 @@ import traceback
 from .._errors import ClkitError
 from ._command import Command, Parser, UsageError
 
-__all__ = ["COMMANDS", "Command", "UsageError", "add_command", "build_parser", "create_command",
-           "main"]
+__all__ = ["COMMANDS", "Command", "Parser", "UsageError", "add_command", "build_parser",
+           "create_command", "main"]
 
 #: name -> (module of clkit.cli, its Command class, one line of help), in the order of --help.
 COMMANDS = {

@@ -74,14 +74,18 @@ class ImageCommand(Command):
         :mod:`clkit.mpi`) on ``image``; ``where`` is its ``device=`` or ``comm=``."""
         raise NotImplementedError
 
+    def read(self, src, fp64: bool) -> tuple[np.ndarray, int]:
+        """The image in file ``src`` as the library function takes it, and the pixel depth
+        (8 or 16) its result keeps."""
+        image = _imageio.read_image(src, color=self.color)
+        return self.prepare(image, fp64), bits_of(image)
+
     def run(self, args):
         device = select(args.device)
 
         def process(src, dst):
-            image = _imageio.read_image(src, color=self.color)
-            bits = bits_of(image)
-            result = self.compute(self.prepare(image, device.fp64), args, kernels,
-                                  device=device)
+            image, bits = self.read(src, device.fp64)
+            result = self.compute(image, args, kernels, device=device)
             _imageio.write_image(dst, result, bits=bits)
             return describe(result, bits, dst)
 

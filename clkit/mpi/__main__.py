@@ -17,9 +17,7 @@ import sys
 from .. import _imageio
 from .. import mpi as library
 from .._errors import ClkitError
-from ..cli import add_command
-from ..cli._command import Parser, UsageError
-from ..cli._images import bits_of
+from ..cli import Parser, UsageError, add_command
 from ..cli.mandelbrot import Mandelbrot
 from . import RankError, _comm, _together
 
@@ -48,11 +46,8 @@ def run(args, comm) -> None:
         picture = command.picture(counts, fmt, args.max_iter) if root else None
         bits = 8
     else:
-        def read():
-            image = _imageio.read_image(args.input, color=command.color)
-            return command.prepare(image, fp64=True), bits_of(image)
-
-        image, bits = _together(comm, read if root else lambda: (None, 8))
+        image, bits = _together(comm, (lambda: command.read(args.input, fp64=True)) if root
+                                else (lambda: (None, 8)))
         out = args.output
         picture = command.compute(image, args, library, comm=comm, root=ROOT)
     _together(comm, lambda: _imageio.write_image(out, picture, bits=bits) if root else None)
