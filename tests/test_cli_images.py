@@ -340,6 +340,47 @@ def test_batch_with_a_bad_file(tmp_path, rgb):
     assert read(out / "c.png").shape == rgb.shape
 
 
+def test_batch_of_many_sizes_equals_the_reference_file_by_file(tmp_path, rng):
+    src = tmp_path / "in"
+    src.mkdir()
+    images = {f"{i:02d}.npy": rng.random((9 + 3 * i, 30 - 2 * i, 1 + i % 3), dtype=np.float32)
+              for i in range(9)}
+    for name, image in images.items():
+        np.save(src / name, image[..., 0] if image.shape[2] == 2 else image)
+    ok(clkit("blur", src, tmp_path / "out", "--sigma", "1.2", "--mode", "mirror"))
+    for name, image in images.items():
+        image = image[..., 0] if image.shape[2] == 2 else image
+        sigmas = (1.2, 1.2) + (0,) * (image.ndim - 2)
+        expected = scipy_ndimage.gaussian_filter(image.astype(np.float64), sigmas, mode="mirror")
+        out = np.load(tmp_path / "out" / name)
+        assert out.shape == image.shape and np.allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_folder_runs_its_files_through_clkit_map(tmp_path, monkeypatch):
+    """Several files in flight: each is processed on a lane of clkit.map, in input order."""
+    import threading
+    from types import SimpleNamespace
+
+    from clkit.cli import _batch
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(6):
+        np.save(src / f"{i}.npy", np.zeros((2, 2), np.float32))
+    threads, done = set(), []
+
+    def process(path, dst):
+        threads.add(threading.current_thread().name)
+        done.append(path.name)
+        dst.write_bytes(b"x")
+        return ""
+
+    args = SimpleNamespace(input=str(src), output=str(tmp_path / "out"), command="test")
+    _batch.for_each_file(args, process, device="cpu")
+    assert sorted(done) == [f"{i}.npy" for i in range(6)]
+    assert all(name.startswith("clkit-map") for name in threads)
+    assert len(list((tmp_path / "out").iterdir())) == 6
+
+
 # --- bad input: one line, exit 2, nothing written ---------------------------------------------
 
 def test_missing_input(tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import _imageio
 from .._errors import ArgumentTypeError, ArgumentValueError
+from .._map import map as clkit_map
 from ._command import UsageError
 
 #: Failures that concern one input file (its contents, its output, its size): reported with
@@ -103,13 +104,15 @@ def jobs(src, dst, out_suffix=None) -> tuple[list, Path | None]:
     return [(src, dst)], None
 
 
-def for_each_file(args, process, *, out_suffix=None, unit="image") -> None:
+def for_each_file(args, process, *, device=None, out_suffix=None, unit="image") -> None:
     """Run ``process(src, dst)`` for ``args.input`` or every image of that folder.
 
-    ``process`` returns a short description of what it wrote.  In a batch, a
-    file that fails with one of :data:`FILE_ERRORS` (bad contents, an
-    unwritable output) is reported at the end and the rest go on; any other
-    error (the device, the kernel build) stops the batch at once.
+    ``process`` returns a short description of what it wrote.  A folder's
+    files go through :func:`clkit.map` on ``device``, several at once, so
+    that one file's reading, transfers and kernels overlap another's.  In a
+    batch, a file that fails with one of :data:`FILE_ERRORS` (bad contents,
+    an unwritable output) is reported at the end and the rest go on; any
+    other error (the device, the kernel build) stops the batch at once.
     """
     pairs, folder = jobs(args.input, args.output, out_suffix)
     started = time.perf_counter()
@@ -123,12 +126,21 @@ def for_each_file(args, process, *, out_suffix=None, unit="image") -> None:
         return
     progress = Progress(len(pairs), args.command)
     failures = []
+
+    def attempt(pair, device):
+        # The lane's device is the command's own: clkit.map passes it on so that this file's
+        # transfers and kernels go to the lane's queue, overlapping the other files'.
+        src, dst = pair
+        try:
+            process(src, dst)
+        except FILE_ERRORS as exc:
+            return file_error(src, dst, exc)
+        return None
+
     try:
-        for src, dst in pairs:
-            try:
-                process(src, dst)
-            except FILE_ERRORS as exc:
-                failures.append((src, file_error(src, dst, exc)))
+        for (src, _), failure in zip(pairs, clkit_map(attempt, pairs, device=device)):
+            if failure is not None:
+                failures.append((src, failure))
             progress.step(src.name)
     finally:
         progress.close()

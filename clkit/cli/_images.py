@@ -89,7 +89,7 @@ class ImageCommand(Command):
             _imageio.write_image(dst, result, bits=bits)
             return describe(result, bits, dst)
 
-        for_each_file(args, process)
+        for_each_file(args, process, device=device)
 
 
 class FilterCommand(ImageCommand):

@@ -113,4 +113,4 @@ class Points(Command):
                 return " (0 points: every pixel's depth is 0 or not finite)"
             return f" ({len(points):,} points{', with colours' if rgb is not None else ''})"
 
-        for_each_file(args, process, out_suffix=".ply", unit="point cloud")
+        for_each_file(args, process, device=device, out_suffix=".ply", unit="point cloud")
