@@ -173,7 +173,16 @@ def _forget(key: int) -> None:
 # -- results of library calls on GPUs -------------------------------------------------------------
 
 # Pinned memory the pool may hold, lent out and idle together.
-POOL_BYTES = int(os.environ.get("CLKIT_PINNED_POOL", 2 << 30))
+def _default_pool_bytes() -> int:
+    """2 GiB, or an eighth of the host's memory where that is less."""
+    try:
+        host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        host = 16 << 30
+    return min(2 << 30, host // 8)
+
+
+POOL_BYTES = int(os.environ.get("CLKIT_PINNED_POOL", _default_pool_bytes()))
 _GRAIN = 1 << 20  # blocks are whole MiB, so that results of one size share blocks
 
 
