@@ -10,7 +10,9 @@ queue, device arrays, scalar types declared as fast pyopencl code does), and
 the medians over the rounds are compared.  Two pairs: waiting for each kernel
 (clkit's default; raw: ``.wait()`` on the event) and enqueueing only
 (``wait=False``; raw: the call alone, the queue finished after each round).
-Last, clkit's own work per call alone: the enqueue replaced by a stub.
+Each also reports the calling thread's CPU time per call (``time.thread_time``), which
+other processes on the machine disturb far less than the wall time. Last, clkit's own work
+per call alone: the enqueue replaced by a stub.
 ``--trace`` runs it all inside ``clkit.trace()``: the cost of recording each launch.
 """
 
@@ -61,14 +63,19 @@ def measure(opts):
     }
 
     def per_call_us(fn):
-        t0 = time.perf_counter()
+        """Wall time per call (queue finished) and this thread's CPU time per call."""
+        t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(opts.calls):
             fn()
+        c1 = time.thread_time()
         queue.finish()
-        return (time.perf_counter() - t0) / opts.calls * 1e6
+        return np.array([time.perf_counter() - t0, c1 - c0]) / opts.calls * 1e6
 
     print(f"{dev}, {opts.rounds} rounds of {opts.calls} calls of each, interleaved; medians")
-    print(f"{'variant':14} {'clkit us':>9} {'raw us':>9} {'ratio':>6} {'ratio/round':>12}")
+    print("wall: per call, the queue finished after each round; host CPU: the calling thread's "
+          "CPU time per call (steady under load)")
+    print(f"{'variant':14} {'clkit us':>9} {'raw us':>9} {'ratio':>6} {'ratio/round':>12} "
+          f"{'CPU clkit':>10} {'CPU raw':>8} {'ratio':>6}")
     for name, (ours, theirs) in pairs.items():
         for _ in range(50):  # warm-up
             ours(), theirs()
@@ -77,17 +84,19 @@ def measure(opts):
         for _ in range(opts.rounds):
             mine.append(per_call_us(ours))
             raws.append(per_call_us(theirs))
-        mine, raws = np.array(mine), np.array(raws)
-        print(f"{name:14} {np.median(mine):9.2f} {np.median(raws):9.2f} "
-              f"{np.median(mine) / np.median(raws):6.2f} {np.median(mine / raws):12.2f}")
+        (wall, cpu), (raw_wall, raw_cpu) = np.array(mine).T, np.array(raws).T
+        print(f"{name:14} {np.median(wall):9.2f} {np.median(raw_wall):9.2f} "
+              f"{np.median(wall) / np.median(raw_wall):6.2f} {np.median(wall / raw_wall):12.2f} "
+              f"{np.median(cpu):10.2f} {np.median(raw_cpu):8.2f} "
+              f"{np.median(cpu) / np.median(raw_cpu):6.2f}")
 
     enqueue, _launch._enqueue = _launch._enqueue, lambda *args: None
     try:
-        alone = np.median([per_call_us(lambda: knl(a, b, N, wait=False))
+        alone = np.median([per_call_us(lambda: knl(a, b, N, wait=False))[1]
                            for _ in range(opts.rounds)])
     finally:
         _launch._enqueue = enqueue
-    print(f"clkit's own work per call (the enqueue stubbed out): {alone:.2f} us")
+    print(f"clkit's own work per call (the enqueue stubbed out, CPU time): {alone:.2f} us")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import pyopencl.array as cl_array
 
 from . import _trace
 from ._array import _size
-from ._convert import converter
+from ._convert import LocalMemory, converter
 from ._devices import Device, check_process, select
 from ._errors import ArgumentTypeError, ArgumentValueError
 from ._runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime, runtime_of_array,
@@ -129,17 +129,20 @@ _SLOW, _BUFFER, _INT, _FLOAT = range(4)
 
 
 class _Bound:
-    """A kernel's state on one device runtime: the pyopencl kernel and the converters.
+    """A kernel's state on one device runtime: the pyopencl kernel and how to set its arguments.
 
-    ``fast[i]`` is ``(how, what)``: a ``__global`` pointer of one scalar
-    type (``_BUFFER``, its dtype), an integer (``_INT``, its range), a
-    floating-point scalar (``_FLOAT``, its largest finite value), or
-    anything else, left to the converter (``_SLOW``).  ``pack[i]`` turns a
-    by-value scalar into its bytes; ``sent[i]`` is the scalar last set.
+    ``plan`` has one ``(index, how, what, pack, convert)`` per parameter: how
+    the short path of a call checks its argument (a ``__global`` pointer of
+    one scalar type, ``_BUFFER``, takes a device array of dtype ``what``;
+    ``_INT`` a Python int within the range ``what``; ``_FLOAT`` a Python
+    float of magnitude at most ``what``; ``_SLOW``, nothing: the converter
+    does), ``pack`` turning a by-value scalar into its bytes (``None`` for
+    the rest), and the parameter's converter.  ``sent[i]`` is the scalar
+    last set on the kernel.
     """
 
-    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "convert", "fast", "pack",
-                 "sent", "max_group", "local_args", "local_room")
+    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
+                 "local_args", "local_room")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
@@ -148,11 +151,11 @@ class _Bound:
         self.knl = cl.Kernel(built.program, name)
         self.lock = threading.Lock()  # clSetKernelArg is not thread-safe on one kernel object
         self.params = built.signatures[name]
-        self.convert = [converter(self, p) for p in self.params]
-        self.fast = [_fast(p) for p in self.params]
-        self.pack = [struct.Struct(p.dtype.char).pack
-                     if not p.pointer and p.width == 1 and p.dtype is not None else None
-                     for p in self.params]
+        self.plan = [(i, *_short_path(p),
+                      struct.Struct(p.dtype.char).pack
+                      if not p.pointer and p.width == 1 and p.dtype is not None else None,
+                      converter(self, p))
+                     for i, p in enumerate(self.params)]
         self.sent = [_UNSET] * len(self.params)
         info = cl.kernel_work_group_info
         self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, rt.device.cl_device)
@@ -171,7 +174,7 @@ class _Bound:
 _UNSET = object()
 
 
-def _fast(p: Param) -> tuple:
+def _short_path(p: Param) -> tuple:
     if p.dtype is None or p.width != 1 or p.address == "local":
         return _SLOW, None
     if p.pointer:
@@ -248,12 +251,25 @@ class Kernel:
         (array([2.5, 2.5, 2.5, 2.5], dtype=float32), True)
         """
         t0 = _trace.active and _trace.clock()
-        rt = self._runtime(device, args, queue)
+        rt = None  # the common cases first, the rest (and every error) in _runtime
+        if device is None:
+            if queue is None:
+                spec = self.program.device
+                if spec is None:
+                    for arg in args:
+                        if isinstance(arg, _Array):
+                            rt = _by_queue.get(id(arg.queue))
+                            break
+                elif type(spec) is Device:
+                    rt = _runtimes.get(spec.key)
+        elif type(device) is Device:
+            rt = _runtimes.get(device.key)
+        if rt is None or rt.lost is not None:
+            rt = self._runtime(device, args, queue)
         bound = self._bound.get(rt) or self._bind(rt)
-        convert = bound.convert
-        if len(args) != len(convert):
+        if len(args) != len(bound.plan):
             names = ", ".join(p.declared for p in bound.params)
-            raise ArgumentTypeError(f"kernel {self.name} takes {len(convert)} arguments "
+            raise ArgumentTypeError(f"kernel {self.name} takes {len(bound.plan)} arguments "
                                     f"({names}); got {len(args)}")
         own = rt.queue
         if queue is None:
@@ -261,64 +277,67 @@ class Kernel:
         elif queue is not own and queue.context != rt.context:
             raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context; "
                                      f"make it with clkit.runtime(device).new_queue()")
+        if bound.local_args:
+            _check_local_memory(bound, args)
         launch = Launch(self, rt)
-        values = []
         count = None
-        for (how, what), arg, conv in zip(bound.fast, args, convert):
-            # The short path takes what needs no conversion; anything else, and every
-            # mistake, goes to the parameter's converter.
-            if how is _BUFFER:
-                if (type(arg) is _Array and arg.queue is own and arg.dtype is what
-                        and not arg.offset and arg.flags.forc):
+        made = None  # what the converters made (buffers of numpy arguments), alive until enqueued
+        knl = bound.knl
+        with bound.lock:  # the arguments set on the kernel object are shared by every thread
+            sent = bound.sent
+            for i, how, what, pack, convert in bound.plan:
+                # The short path takes what needs no conversion; anything else, and every
+                # mistake, goes to the parameter's converter.
+                arg = args[i]
+                if (how is _BUFFER and type(arg) is _Array and arg.queue is own
+                        and arg.dtype is what and not arg.offset and arg.flags.forc):
                     if count is None:
                         count = arg.size
-                    values.append(arg.base_data)
+                    knl.set_arg(i, arg.base_data)
                     continue
-            elif how is _INT:
-                if type(arg) is int and what[0] <= arg <= what[1]:
-                    values.append(arg)
-                    continue
-            elif how is _FLOAT:
-                if type(arg) is float and -what <= arg <= what:
-                    values.append(arg)
-                    continue
-            values.append(conv(arg, launch))
-            if count is None:
-                count = launch._count
-        if bound.local_args:
-            _check_local_memory(bound, values)
-        if global_size is not None:
-            gsize = _sizes(global_size, "global_size", self.name)
-        elif count is not None:
-            gsize = (count,)
-        else:
-            raise ArgumentTypeError(f"kernel {self.name}: no array argument to take the global "
-                                    "size from; pass global_size=")
-        lsize = None if local_size is None else _check_local(bound, gsize, local_size)
-        if 0 in gsize:
-            return launch  # nothing to run: not pending, so nothing to wait for or copy back
-        knl = bound.knl
-        try:
-            with bound.lock:
-                sent = bound.sent
-                for i, (value, pack) in enumerate(zip(values, bound.pack)):
-                    if pack is None:
-                        knl.set_arg(i, value)
-                    elif value is not sent[i] and not (type(value) is int and
-                                                      type(sent[i]) is int and value == sent[i]):
-                        sent[i] = _UNSET  # until the driver has it
-                        knl.set_arg(i, pack(value))
-                        sent[i] = value
+                if how is _INT and type(arg) is int and what[0] <= arg <= what[1]:
+                    if arg == sent[i]:
+                        continue  # the kernel still holds it
+                    value = arg
+                elif how is _FLOAT and type(arg) is float and -what <= arg <= what:
+                    if arg is sent[i]:
+                        continue
+                    value = arg
+                else:
+                    value = convert(arg, launch)
+                    made = [value] if made is None else made + [value]
+                    if count is None:
+                        count = launch._count
+                if pack is None:
+                    knl.set_arg(i, value)
+                else:
+                    sent[i] = _UNSET  # until the driver has it
+                    knl.set_arg(i, pack(value))
+                    sent[i] = value
+            if global_size is not None:
+                gsize = _sizes(global_size, "global_size", self.name)
+            elif count is not None:
+                gsize = (count,)
+            else:
+                raise ArgumentTypeError(f"kernel {self.name}: no array argument to take the "
+                                        "global size from; pass global_size=")
+            lsize = None if local_size is None else _check_local(bound, gsize, local_size)
+            if 0 in gsize:
+                return launch  # nothing to run: not pending, so nothing to wait for or copy back
+            try:
                 launch.event = launch._last = _enqueue(queue, knl, gsize, lsize)
-            if t0:
-                _trace.kernel(t0, launch, queue, args)
-            if launch._copies:
+            except cl.Error as exc:
+                raise _launch_error(exc, bound, gsize, lsize) from exc
+        if t0:
+            _trace.kernel(t0, launch, queue, args)
+        if launch._copies:
+            try:
                 for buf, _, staging in launch._copies:
                     launch._last = cl.enqueue_copy(queue, staging, buf, is_blocking=False)
                     if t0:
                         _trace.transfer(0, "d2h", launch._last, queue, staging.nbytes)
-        except cl.Error as exc:
-            raise _launch_error(exc, bound, gsize, lsize) from exc
+            except cl.Error as exc:
+                raise _launch_error(exc, bound, gsize, lsize) from exc
         launch._pending = True
         collect = _recording.get()
         if collect is not None:
@@ -338,12 +357,11 @@ class Kernel:
             if device is None:
                 for arg in args:
                     if isinstance(arg, _Array):
-                        rt = _by_queue.get(id(arg.queue)) or runtime_of_array(arg)
+                        rt = runtime_of_array(arg)
                         if rt is not None:
                             return _working(rt, "the device array")
                 device = self._default_device()
-        rt = _runtimes.get(device.key) if type(device) is Device else None
-        return rt if rt is not None and rt.lost is None else runtime(device)
+        return runtime(device)
 
     def _default_device(self) -> Device:
         env = (os.environ.get("CLKIT_DEVICE"), os.environ.get("CLKIT_VISIBLE_DEVICES"))
@@ -413,8 +431,11 @@ def _check_local(bound: _Bound, gsize: tuple, local_size) -> tuple:
     return lsize
 
 
-def _check_local_memory(bound: _Bound, cl_args: list):
-    asked = sum(cl_args[i].size for i in bound.local_args)
+def _check_local_memory(bound: _Bound, args: tuple):
+    # Before any argument is set: PoCL aborts setting one beyond the device's local memory.
+    asked = sum(a.nbytes if isinstance(a, LocalMemory) else a.size
+                for a in (args[i] for i in bound.local_args)
+                if isinstance(a, (LocalMemory, cl.LocalMemory)))
     if asked > bound.local_room:
         raise ArgumentValueError(
             f"kernel {bound.name}: its __local arguments ask for {_size(asked)} per work-group, "
