@@ -22,7 +22,7 @@ from ._command import Command
 from ._outputs import check_plot, output_folder
 
 
-def _size(text):
+def _preset(text):
     try:
         return _bench.parse_size(text)
     except ValueError as exc:
@@ -40,7 +40,7 @@ class Bench(Command):
         p.add_argument("kernels", nargs="*", metavar="KERNEL",
                        help=f"what to measure (default: all): {names}; or a case such as "
                             "convolve_5x5")
-        p.add_argument("--size", type=_size, default=_bench.PRESETS["default"],
+        p.add_argument("--size", type=_preset, default=_bench.PRESETS["default"],
                        help="small (seconds), default (3840x2160 images, 2^24 vectors, "
                             "1920x1080 mandelbrot), gpu (7680x4320, 2^26), or WxH")
         p.add_argument("--repeat", type=_types.positive_int, default=15, metavar="N",
