@@ -17,6 +17,7 @@ import math
 import os
 import struct
 import threading
+from weakref import ref as _weakref
 
 import numpy as np
 import pyopencl as cl
@@ -137,8 +138,11 @@ class _Bound:
     ``_INT`` a Python int within the range ``what``; ``_FLOAT`` a Python
     float of magnitude at most ``what``; ``_SLOW``, nothing: the converter
     does), ``pack`` turning a by-value scalar into its bytes (``None`` for
-    the rest), and the parameter's converter.  ``sent[i]`` is the scalar
-    last set on the kernel.
+    the rest), and the parameter's converter.  ``sent[i]`` is what the
+    kernel holds from the last call: the scalar, or for a device array a
+    weak reference to it, with its queue and size (a live array keeps its
+    buffer, so the same array need not be checked or set again; a weak
+    reference keeps no memory alive).
     """
 
     __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
@@ -244,7 +248,7 @@ class Kernel:
         --------
         >>> import numpy as np, clkit
         >>> prg = clkit.Program.from_source(
-        ...     "__kernel void add(__global float* x, const float y) { x[get_global_id(0)] += y; }")
+        ...     "__kernel void add(__global float* x, float y) { x[get_global_id(0)] += y; }")
         >>> x = clkit.to_device(np.zeros(4, np.float32), device="cpu")
         >>> launch = prg.add(x, 2.5)
         >>> x.get(), launch.kernel_ms >= 0
@@ -289,12 +293,21 @@ class Kernel:
                 # The short path takes what needs no conversion; anything else, and every
                 # mistake, goes to the parameter's converter.
                 arg = args[i]
-                if (how is _BUFFER and type(arg) is _Array and arg.queue is own
-                        and arg.dtype is what and not arg.offset and arg.flags.forc):
-                    if count is None:
-                        count = arg.size
-                    knl.set_arg(i, arg.base_data)
-                    continue
+                if how is _BUFFER:
+                    last = sent[i]
+                    if last is not _UNSET and last[0]() is arg and last[1] is own:
+                        if count is None:  # the array set last time, still alive: its buffer
+                            count = last[2]  # is too, and the kernel holds it
+                        continue
+                    sent[i] = _UNSET
+                    if (type(arg) is _Array and arg.queue is own and arg.dtype is what
+                            and not arg.offset and arg.flags.forc):
+                        size = arg.size
+                        if count is None:
+                            count = size
+                        knl.set_arg(i, arg.base_data)
+                        sent[i] = (_weakref(arg), own, size)
+                        continue
                 if how is _INT and type(arg) is int and what[0] <= arg <= what[1]:
                     if arg == sent[i]:
                         continue  # the kernel still holds it

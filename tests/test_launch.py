@@ -358,3 +358,33 @@ def test_launch_on_another_queue_of_the_device(device, rng):
     if others:
         with pytest.raises(ValueError, match="another context"):
             prg.saxpy(3.0, x, y, queue=queue, device=others[0])
+
+
+def test_repeated_calls_see_each_call_s_own_arrays_and_scalars(device):
+    # A kernel keeps the arguments of its last call; each call must still reach the kernel
+    # with its own: the same or other arrays, new arrays where old ones were freed, equal
+    # and different scalars, -0.0 after 0.0 (the kernel adds half the sign of s), numpy
+    # scalars after ints.
+    prg = clkit.Program.from_source(
+        "__kernel void put(__global float* out, __global const float* x, const int k, "
+        "const float s) { size_t i = get_global_id(0); "
+        "out[i] = x[i] * s + k + copysign(0.5f, s); }", device=device)
+    n = 33
+    xs = [clkit.to_device(np.arange(n, dtype=np.float32) + j, device=device) for j in range(3)]
+    out = clkit.empty(n, np.float32, device=device)
+    calls = [(0, 2, 1.5), (0, 2, 1.5), (1, 2, 1.5), (1, 3, 1.5), (2, np.int32(3), 0.0),
+             (2, 3, -0.0), (0, -7, 2.0), (0, -7, 2.0)]
+    for j, k, s in calls:
+        prg.put(out, xs[j], k, s)
+        expected = ((np.arange(n, dtype=np.float32) + j) * np.float32(s) + np.float32(k)
+                    + np.copysign(np.float32(0.5), np.float32(s)))
+        np.testing.assert_array_equal(out.get(), expected)
+    for round in range(4):  # arrays freed and made again, perhaps in the same memory
+        del out
+        out = clkit.empty(n, np.float32, device=device)
+        x = clkit.to_device(np.full(n, round, np.float32), device=device)
+        prg.put(out, x, round, 1.0)
+        np.testing.assert_array_equal(out.get(), np.full(n, 2 * round + 0.5, np.float32))
+        other = np.zeros(n, np.float32)
+        prg.put(other, x, 1, 1.0)  # a numpy output in the place of the device array
+        np.testing.assert_array_equal(other, np.full(n, round + 1.5, np.float32))
