@@ -15,6 +15,7 @@ from ._map import map
 from ._pinned import is_pinned, pinned_empty, pinned_like
 from ._program import Program, load
 from ._runtime import Runtime, runtime
+from ._tiers import background_builds
 from ._trace import Trace, trace
 from ._trace import from_environment as _trace_from_environment
 
@@ -23,9 +24,9 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "Array", "BuildError", "ClkitError", "Device",
     "DeviceNotFoundError", "Kernel", "Launch", "LaunchError", "LocalMemory", "NoOpenCLError",
-    "OutOfDeviceMemoryError", "Program", "Runtime", "Trace", "__version__", "devices", "empty",
-    "is_pinned", "load", "map", "pinned_empty", "pinned_like", "runtime", "select", "to_device",
-    "trace",
+    "OutOfDeviceMemoryError", "Program", "Runtime", "Trace", "__version__", "background_builds",
+    "devices", "empty", "is_pinned", "load", "map", "pinned_empty", "pinned_like", "runtime",
+    "select", "to_device", "trace",
 ]
 
 _trace_from_environment()  # CLKIT_TRACE=FILE traces the whole process

@@ -71,6 +71,13 @@ def build(source: Source, options: tuple, device: Device) -> Built:
         return done
 
 
+def available(source: Source, options: tuple, device: Device) -> bool:
+    """Whether a build is at hand without compiling: in memory, or in the disk cache."""
+    if (source.digest, options, device) in _builds:
+        return True
+    return _cache.has(_cache.key(source.text, options + (_ARG_INFO,), device))
+
+
 def forget() -> None:
     """Drop every in-memory build (the disk cache stays): for tests and benchmarks."""
     with _lock:

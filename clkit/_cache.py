@@ -46,6 +46,12 @@ def key(source_text: str, options: tuple, device) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
+def has(entry_key: str) -> bool:
+    """Whether an entry exists (it may still turn out broken when loaded)."""
+    folder = cache_dir()
+    return folder is not None and (folder / f"{entry_key}.bin").is_file()
+
+
 def load(entry_key: str) -> tuple[bytes, dict] | None:
     """The binary and metadata stored under a key; ``None`` if absent or broken."""
     folder = cache_dir()

@@ -1,0 +1,304 @@
+"""Tiered builds: a generic program answers at once, specialised ones compile in the background.
+
+A library operation whose fast kernels are specialised at build time (mask
+size, border mode, element type as ``-D`` defines) would otherwise compile
+one program per combination on its first use, 0.3 to 3 seconds each.  Instead
+it keeps one generic program that takes those choices as run-time arguments
+(built once per device and kept in the disk cache), and asks this module,
+call by call, whether the specialised build of the variant at hand may be
+used:
+
+- yes, when that build is in memory or in the disk cache;
+- no, otherwise: the call runs the generic program and counts towards the
+  variant's heat (each call adds one, plus its work in units of LARGE_WORK,
+  so a large input counts as several calls).  Once a variant is hot
+  (HOT_SCORE) its build is queued for the one background thread, hottest
+  first, and used from the call after it is ready.
+
+The background thread runs at the lowest scheduling priority the system
+offers (``SCHED_IDLE`` on Linux, else the highest nice value), so that on a
+machine with few cores a build uses the cycles the caller leaves idle rather
+than the caller's (docs/benchmarks.md, "Tiered builds", has the measurement).
+
+Settings: ``CLKIT_BACKGROUND_BUILDS=0`` or :func:`background_builds`
+``(False)`` turns the background builds off: a call then waits for its
+specialised build, as without tiers.  ``CLKIT_TIER=generic`` or
+``specialised`` (or :func:`tier`) forces one tier, for tests and benchmarks.
+:func:`clkit.warmup` builds chosen variants ahead of time.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+import warnings
+
+from . import _build
+
+#: The heat at which a variant's specialised build is queued.
+HOT_SCORE = 3.0
+#: Work (output elements x taps) that counts as one more call: an input this large is hot
+#: twice as fast, one of 2 * HOT_SCORE times this at once.
+LARGE_WORK = float(1 << 25)
+#: The most builds waiting; beyond it the coolest is dropped (it is queued again if it heats up).
+MAX_PENDING = 16
+
+_TIERS = ("auto", "generic", "specialised")
+_lock = threading.Lock()
+_variants: dict = {}  # key -> _Variant
+_forced: list = []  # tier() overrides, innermost last
+_enabled: list = []  # background_builds() setting, when set by a call
+_counts = {"generic": 0, "specialised": 0, "built": 0, "dropped": 0, "failed": 0}
+_build_seconds = [0.0]
+
+
+class _Variant:
+    __slots__ = ("heat", "state", "job", "seconds")
+
+    def __init__(self):
+        self.heat = 0.0
+        self.state = "cold"  # cold, queued, building, ready, failed
+        self.job = None
+        self.seconds = 0.0
+
+
+def background_builds(enabled: bool | None = None) -> bool:
+    """Turn the background builds of specialised kernels on or off; return the setting.
+
+    With them on (the default), a library call whose specialised kernel is not
+    built yet runs the generic kernel at once, and the specialised one compiles
+    in a background thread once the call's variant proves hot.  Off, every
+    call waits for its specialised build, as a deployment that wants no
+    background work may prefer (build ahead with :func:`clkit.warmup`).  The
+    environment variable ``CLKIT_BACKGROUND_BUILDS=0`` turns them off too.
+
+    Parameters
+    ----------
+    enabled : bool, optional
+        The new setting; ``None`` only reads it.
+
+    Returns
+    -------
+    bool
+        Whether background builds are on (after the change).
+
+    Examples
+    --------
+    >>> import clkit
+    >>> previous = clkit.background_builds(False)
+    >>> clkit.background_builds()
+    False
+    >>> _ = clkit.background_builds(previous)
+    """
+    if enabled is not None:
+        if not isinstance(enabled, (bool, int)):
+            from ._errors import ArgumentTypeError
+            raise ArgumentTypeError(f"background_builds takes True or False, not {enabled!r}")
+        _enabled[:] = [bool(enabled)]
+    if _enabled:
+        return _enabled[0]
+    value = os.environ.get("CLKIT_BACKGROUND_BUILDS", "1").strip().lower()
+    return value not in ("0", "off", "no", "false")
+
+
+def forced_tier() -> str:
+    """The tier calls must use: ``"auto"``, ``"generic"`` or ``"specialised"``."""
+    if _forced:
+        return _forced[-1]
+    value = os.environ.get("CLKIT_TIER", "auto").strip().lower() or "auto"
+    if value not in _TIERS:
+        from ._errors import ArgumentValueError
+        raise ArgumentValueError(f"CLKIT_TIER={value!r} is not a tier; use one of "
+                                 f"{', '.join(_TIERS)}")
+    return value
+
+
+@contextlib.contextmanager
+def tier(name: str):
+    """Force every library call inside the block to one tier (for tests and benchmarks)."""
+    if name not in _TIERS:
+        from ._errors import ArgumentValueError
+        raise ArgumentValueError(f"unknown tier {name!r}; use one of {', '.join(_TIERS)}")
+    _forced.append(name)
+    try:
+        yield
+    finally:
+        _forced.pop()
+
+
+def use_specialised(program, device, *, work: float = 0.0, prime=None) -> bool:
+    """Whether a call may run ``program``'s specialised build on ``device`` now.
+
+    ``True`` when it is built (in memory or in the disk cache), when the
+    specialised tier is forced, or when background builds are off (the
+    launch then builds it, waiting).  ``False`` means: run the generic tier;
+    the call heats the variant by ``1 + work / LARGE_WORK`` and a hot variant
+    is queued for the background thread, which builds it and then calls
+    ``prime()`` (a launch on a private queue, so that a driver's compile at
+    first launch is paid there too).
+    """
+    forced = forced_tier()
+    if forced != "auto":
+        return _count(forced == "specialised")
+    key = (program.origin, program.options, device)
+    with _lock:
+        v = _variants.get(key)
+        if v is None:
+            v = _variants[key] = _Variant()
+        if v.state in ("cold", "queued") and _build.available(program.source, program.options,
+                                                              device):
+            v.state = "ready"  # built by warmup, a waiting call, or another process
+        if v.state == "ready" or not background_builds():
+            _counts["specialised"] += 1
+            return True
+        _counts["generic"] += 1
+        if v.state in ("cold", "queued"):
+            v.heat += 1.0 + work / LARGE_WORK
+            if v.state == "cold" and v.heat >= HOT_SCORE:
+                v.state = "queued"
+                v.job = (program, device, prime)
+                _builder.submit(key)
+    return False
+
+
+def _count(specialised: bool) -> bool:
+    with _lock:
+        _counts["specialised" if specialised else "generic"] += 1
+    return specialised
+
+
+def build_now(program, device, prime=None) -> None:
+    """Build a specialised program now, in this thread, and mark it ready (for warmup)."""
+    key = (program.origin, program.options, device)
+    _run_job(key, program, device, prime)
+
+
+def _run_job(key, program, device, prime) -> None:
+    start = time.perf_counter()
+    try:
+        program.build(device)
+        if prime is not None:
+            prime()
+    except Exception as exc:  # noqa: BLE001 - the generic tier keeps answering
+        with _lock:
+            _variants.setdefault(key, _Variant()).state = "failed"
+            _counts["failed"] += 1
+        warnings.warn(f"clkit: the specialised build {program!r} for {device} failed; the "
+                      f"generic kernel keeps serving it ({type(exc).__name__}: {exc})",
+                      RuntimeWarning, stacklevel=2)
+        return
+    with _lock:
+        v = _variants.setdefault(key, _Variant())
+        v.state = "ready"
+        v.job = None
+        v.seconds = time.perf_counter() - start
+        _counts["built"] += 1
+        _build_seconds[0] += v.seconds
+
+
+class _Builder:
+    """The one background thread and its queue of hot variants, hottest first."""
+
+    def __init__(self):
+        self._cv = threading.Condition(_lock)
+        self._pending: list = []
+        self._busy = False
+        self._closed = False
+        self._thread = None
+
+    def submit(self, key) -> None:
+        """Queue a variant (called with the lock held)."""
+        if self._closed:
+            _variants[key].state = "cold"
+            return
+        self._pending.append(key)
+        if len(self._pending) > MAX_PENDING:
+            coolest = min(self._pending, key=lambda k: _variants[k].heat)
+            self._pending.remove(coolest)
+            _variants[coolest].state = "cold"
+            _variants[coolest].heat = 0.0
+            _counts["dropped"] += 1
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="clkit-builds", daemon=True)
+            self._thread.start()
+        self._cv.notify()
+
+    def _loop(self) -> None:
+        _lower_priority()
+        while True:
+            with self._cv:
+                while not self._pending and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                key = max(self._pending, key=lambda k: _variants[k].heat)
+                self._pending.remove(key)
+                v = _variants[key]
+                v.state = "building"
+                program, device, prime = v.job
+                self._busy = True
+            try:
+                _run_job(key, program, device, prime)
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is queued or building; False on timeout."""
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    def close(self) -> None:
+        """At exit: drop what waits and let the build under way finish (it is cached)."""
+        with self._cv:
+            self._closed = True
+            for key in self._pending:
+                _variants[key].state = "cold"
+            self._pending.clear()
+            self._cv.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+
+def _lower_priority() -> None:
+    """Give this thread the machine's idle cycles only (Linux: per thread)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+_builder = _Builder()
+atexit.register(_builder.close)
+
+
+def wait_idle(timeout: float | None = None) -> bool:
+    """Wait until the background builds queued so far are done (for benchmarks and tests)."""
+    return _builder.wait_idle(timeout)
+
+
+def stats() -> dict:
+    """Calls per tier, builds done, dropped and failed, and the seconds they took."""
+    with _lock:
+        return dict(_counts, build_seconds=round(_build_seconds[0], 3),
+                    queued=len(_builder._pending))
+
+
+def forget() -> None:
+    """Drop what this module knows of variants (for tests; the builds stay cached)."""
+    wait_idle()
+    with _lock:
+        _variants.clear()
+        for k in _counts:
+            _counts[k] = 0
+        _build_seconds[0] = 0.0
