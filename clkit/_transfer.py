@@ -21,7 +21,9 @@ import numpy as np
 import pyopencl as cl
 
 from . import _trace
+from ._array import _size
 from ._pinned import pinned_context
+from ._runtime import driver_error
 
 # Measured on an H200 host (1 GiB, 16 cores): 32-64 MiB chunks through 2 buffers with 8
 # copier threads moved 31-33 GB/s to the device and 27-29 GB/s back; 8 MiB chunks or 4
@@ -162,24 +164,30 @@ def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None
     other large arrays are staged through pinned memory.
     """
     pinned = _pinned_here(rt, host)
-    if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy (plain on a CPU)
-        t0 = _trace.active and _trace.clock()
-        event = cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=not pinned)
-        if t0:
-            _trace.transfer(t0, "h2d", event, queue, host.nbytes, blocking=not pinned)
-    else:
-        staging(rt, queue).upload(queue, dst, host, offset)
+    try:
+        if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy (plain on a CPU)
+            t0 = _trace.active and _trace.clock()
+            event = cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=not pinned)
+            if t0:
+                _trace.transfer(t0, "h2d", event, queue, host.nbytes, blocking=not pinned)
+        else:
+            staging(rt, queue).upload(queue, dst, host, offset)
+    except cl.Error as exc:
+        raise driver_error(exc, rt, f"copying {_size(host.nbytes)} to the device") from exc
 
 
 def download(rt, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
     """Copy device buffer ``src`` into ``host`` (blocking), by DMA when pinned, else staged."""
-    if host.nbytes < SMALL or rt.device.unified_memory or _pinned_here(rt, host):
-        t0 = _trace.active and _trace.clock()
-        event = cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
-        if t0:
-            _trace.transfer(t0, "d2h", event, queue, host.nbytes, blocking=True)
-    else:
-        staging(rt, queue).download(queue, src, host, offset)
+    try:
+        if host.nbytes < SMALL or rt.device.unified_memory or _pinned_here(rt, host):
+            t0 = _trace.active and _trace.clock()
+            event = cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
+            if t0:
+                _trace.transfer(t0, "d2h", event, queue, host.nbytes, blocking=True)
+        else:
+            staging(rt, queue).download(queue, src, host, offset)
+    except cl.Error as exc:
+        raise driver_error(exc, rt, f"copying {_size(host.nbytes)} from the device") from exc
 
 
 def _pinned_here(rt, host: np.ndarray) -> bool:

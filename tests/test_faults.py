@@ -29,7 +29,7 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit import _build, _launch, _runtime
+from clkit import _build, _launch, _runtime, _transfer
 from clkit._errors import DeviceRef, DriverError
 from clkit.kernels import convolve
 
@@ -382,3 +382,15 @@ def test_a_driver_that_cannot_make_a_new_context_says_to_restart(
         assert type(exc) is clkit.LaunchError and exc.context_lost
         assert "cannot make a new one" in str(exc) and "restart the process" in str(exc)
         assert str(device) in str(exc) and "memory" not in str(exc)
+
+
+def test_a_copy_in_a_lost_context_says_so(device, monkeypatch, restore_runtimes):
+    rt, _, x = used(device)
+    fail_driver(monkeypatch, -9999, context_of(rt))
+    host = np.zeros(16, np.float32)
+    exc = raised(_transfer.download, rt, rt.queue, x.base_data, host)
+    assert type(exc) is clkit.LaunchError and exc.context_lost and exc.code == -9999
+    assert "copying 64 bytes from the device" in str(exc) and "context was lost" in str(exc)
+    exc = raised(_transfer.upload, rt, rt.queue, x.base_data, host)
+    assert type(exc) is clkit.LaunchError and exc.context_lost
+    assert "copying 64 bytes to the device" in str(exc) and "memory" not in str(exc)
