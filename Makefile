@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench setup opencl clean
+.PHONY: demo test mutate bench setup opencl clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# Plants known bugs one at a time in a copy of the tree; fails if the tests miss one.
+mutate: setup
+	$(BIN)/python tools/mutate.py
 
 # CLKIT_BENCH_SIZE=small|default|gpu|WxH and CLKIT_BENCH_DEVICE=<spec> choose the cases' size
 # and the device; report.py prints the speed-ups and the acceptance targets from the JSON.

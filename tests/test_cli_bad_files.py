@@ -96,7 +96,7 @@ def flipped(data, start, count=16):
 
 
 DAMAGE = {
-    "truncated": lambda data: data[: len(data) // 2],
+    "half": lambda data: data[: len(data) // 2],
     "header-only": lambda data: data[:24],
     # the fields right after each format's signature (sizes, offsets, chunk lengths)
     "corrupt-header": lambda data: flipped(data, 6),

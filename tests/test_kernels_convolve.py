@@ -430,6 +430,15 @@ def test_gaussian_modes(device, rng, mode, image_shape):
                    image, sigma, mode, 0.75)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_gaussian_non_finite_pixels(device, rng, mode):
+    # NaN where scipy has NaN, each infinity with its sign, numbers elsewhere (sigma 1: nine
+    # taps, none of weight 0, so that scipy's order of the two passes does not matter).
+    image = non_finite_image(rng, sized(device, (13, 47), (41, 67)))
+    check_gaussian(ck.gaussian_blur(image, 1.0, mode=mode, cval=0.5, device=device),
+                   image, 1.0, mode, 0.5)
+
+
 @pytest.mark.parametrize("truncate", [1.0, 2.5, 6.0])
 def test_gaussian_truncate(device, rng, truncate):
     image = random_image(rng, sized(device, (10, 15), (64, 77)), np.float32)
