@@ -55,6 +55,8 @@ class Mutant:
 
 
 M = Mutant
+VECTOR_ADD_TAIL = ("kernels_cl/**/vector_add*.cl", "for (ulong k = first; k < n; ++k)",
+                   "for (ulong k = first; k + 1 < n; ++k)")
 MUTANTS = [
     # -- grayscale
     M("grayscale-no-rounding", "uint8 luma truncated instead of rounded (no 2^14 term)",
@@ -67,12 +69,10 @@ MUTANTS = [
       "kernels_cl/**/grayscale*.cl", "((r) * cr + (g) * cg + (b) * cb)",
       "((r) * cr + (g) * cb + (b) * cg)", ["test_float32_equals_weighted_sum"], k="13x29"),
     # -- vector_add
-    M("vector_add-tail", "the scalar tail skips the last element",
-      "kernels_cl/**/vector_add*.cl", "for (ulong k = first; k < n; ++k)",
-      "for (ulong k = first; k + 1 < n; ++k)", ["test_vector_add_matches_numpy"]),
+    M("vector_add-tail", "the scalar tail skips the last element", *VECTOR_ADD_TAIL,
+      ["test_vector_add_matches_numpy"]),
     M("vector_add-tail-benchmark", "the same bug, caught by the benchmarks' result check",
-      "kernels_cl/**/vector_add*.cl", "for (ulong k = first; k < n; ++k)",
-      "for (ulong k = first; k + 1 < n; ++k)", ["benchmarks/test_kernels.py"],
+      *VECTOR_ADD_TAIL, ["benchmarks/test_kernels.py"],
       k="vector_add and clkit", env={"CLKIT_BENCH_SIZE": "101x37"}, args=("--benchmark-disable",)),
     # -- convolve: the column index folding of each border mode (clkit.h), the rows' (host)
     M("fold-reflect", "reflect repeats the edge pixel's neighbour (mirror) on the right",
@@ -97,7 +97,8 @@ MUTANTS = [
       "return np.where(m < n, m, 2 * n - 2 - m)", ["test_convolve_modes"], k="reflect"),
     # -- gaussian_blur
     M("gaussian-radius", "the mask's radius int(truncate * sigma), not rounded",
-      "clkit/kernels/**/*.py", "radius = int(truncate * sigma + 0.5)", "radius = int(truncate * sigma)",
+      "clkit/kernels/**/*.py", "radius = int(truncate * sigma + 0.5)",
+      "radius = int(truncate * sigma)",
       ["test_gaussian_sigmas"]),
     M("gaussian-inf-sign", "+inf in the result turned into -inf",
       "clkit/**/*.py",
@@ -137,7 +138,8 @@ MUTANTS = [
       "clkit/**/*.py", "_TYPE_RANK.get(device.type, 2)", "_TYPE_RANK.get(device.type, 1)",
       ["test_best_device_prefers_gpus_then_cpus_then_the_rest_then_capacity"]),
     M("fp64-unchecked", "float64 accepted on a device without cl_khr_fp64",
-      "clkit/kernels/**/*.py", "    if not device.fp64:\n        raise", "    if False:\n        raise",
+      "clkit/kernels/**/*.py", "    if not device.fp64:\n        raise",
+      "    if False:\n        raise",
       ["test_float64_on_a_device_without_fp64"]),
     M("scalars-through-float32", "float and double scalar arguments rounded to float32",
       "clkit/**/*.py", "(largest magnitude {big:g})\")\n    return dtype.type(value)",
