@@ -269,7 +269,10 @@ def test_launch_mistakes(user_kernels, device, call, error, match):
     (np.uint8(255), 2**32 - 1, -2**63, np.float32(3.4e38), -1e308),
     (0, np.uint32(0), 2**63 - 1, float("nan"), float("-inf")),
     (1, 1, np.int64(7), -np.float32(1.5e-45), 5e-324),  # denormals pass unchanged
-], ids=["max", "min-and-special", "small"])
+    # numpy scalars take the checked conversion, Python ones a faster path: both exact
+    (np.uint8(0), np.uint32(1), np.int64(-2**63), np.float64(-3.4e38), np.float64(-1e308)),
+    (np.uint8(1), np.uint32(2), np.int64(0), np.float64(1e-45), np.float64(5e-324)),
+], ids=["max", "min-and-special", "small", "numpy", "numpy-small"])
 def test_scalars_at_their_limits_pass(user_kernels, values):
     outs = [np.zeros(1, t) for t in (np.uint8, np.uint32, np.int64, np.float32, np.float64)]
     user_kernels.echo(*outs, *values, global_size=1)
