@@ -174,10 +174,14 @@ MUTANTS = [
 ]
 
 
+def _skipped(folder, names):
+    """Hidden entries (.git, .venv, caches) but .ci, and build outputs: not part of the tree."""
+    return [n for n in names if (n.startswith(".") and n != ".ci") or n in ("__pycache__", "build")
+            or n.endswith((".egg-info", ".pyc"))]
+
+
 def copy_tree(tree: Path) -> Path:
-    shutil.copytree(ROOT, tree, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", ".benchmarks", "build",
-        "*.egg-info", "*.pyc"))
+    shutil.copytree(ROOT, tree, symlinks=True, ignore=_skipped)
     return tree
 
 
