@@ -30,8 +30,10 @@
  *                  the image is all cval, and the row pass would have turned it into that.
  *
  * Build-time defines:
- *   SRC_T       element type of src: uchar, ushort, short, int, float or double (default float)
- *   ACC_T       arithmetic, mask, temporary and output type: float, or double (default float)
+ *   SRC_T       element type of src: char to long, uchar to ulong, float or double (default float)
+ *   ACC_T       arithmetic, mask and temporary type: float, or double (default float)
+ *   OUT_T       output type (default ACC_T): float where double sums of integer images end in a
+ *               float result
  *   CHANNELS    interleaved channels, 1..4 (default 1)
  *   KW, KH      mask width and height (required)
  *   ANCHOR_X    taps left of the centre in correlation form (default (KW - 1) / 2)
@@ -52,6 +54,9 @@
 #endif
 #ifndef ACC_T
 #define ACC_T float
+#endif
+#ifndef OUT_T
+#define OUT_T ACC_T
 #endif
 #ifndef CHANNELS
 #define CHANNELS 1
@@ -210,6 +215,7 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
 
 /* macros, not typedefs: convert_<type> is spelled by token pasting */
 #define accv CLK_VEC(ACC_T, VW)
+#define outv CLK_VEC(OUT_T, VW)
 #define LOADV(p) CLK_CONVERT(accv)(CLK_VLOAD(VW)(0, (p)))
 #define STOREV CLK_VSTORE(VW)
 
@@ -348,8 +354,11 @@ CLK_INLINE void taps_span(accv acc[NACC][NVEC], const ACC_T* span, MASK_SPACE co
             acc[s % NACC][v] += w[s] * LOADV(span + s * CHANNELS + v * VW);
 }
 
-/* Sum the accumulators and store one row's run; the last run of a row may stick out of it. */
-CLK_INLINE void store_run(__global ACC_T* out, accv acc[NACC][NVEC], int n)
+/* Sum the accumulators and store one row's run at element `at`: into tmp (ACC_T, the row pass)
+ * when to_tmp, else into out (OUT_T). to_tmp is a constant at each call site, so only one of the
+ * stores is compiled. The last run of a row may stick out of it (n < RUN). */
+CLK_INLINE void store_run(__global ACC_T* tmp, __global OUT_T* out, const size_t at,
+                          accv acc[NACC][NVEC], const int n, const int to_tmp)
 {
     ACC_T part[RUN];
 #pragma unroll
@@ -358,22 +367,28 @@ CLK_INLINE void store_run(__global ACC_T* out, accv acc[NACC][NVEC], int n)
 #pragma unroll
         for (int j = 1; j < NACC; ++j)
             sum += acc[j][v];
-        if (n >= RUN)
-            STOREV(sum, 0, out + v * VW);
-        else
+        if (n < RUN)
             STOREV(sum, 0, part + v * VW);
+        else if (to_tmp)
+            STOREV(sum, 0, tmp + at + v * VW);
+        else
+            STOREV(CLK_CONVERT(outv)(sum), 0, out + at + v * VW);
     }
     if (n < RUN)
-        for (int i = 0; i < n; ++i)
-            out[i] = part[i];
+        for (int i = 0; i < n; ++i) {
+            if (to_tmp)
+                tmp[at + i] = part[i];
+            else
+                out[at + i] = (OUT_T)part[i];
+        }
 }
 
-/* Shared by convolve_2d (kh = KH, rows through rowmap) and convolve_rows (kh = 1, output row r
- * is src row r). kh and by_rowmap are constants at each call site. */
+/* Shared by convolve_2d (kh = KH, rows through rowmap, into dst) and convolve_rows (kh = 1,
+ * output row r is src row r, into tmp). kh and by_rowmap are constants at each call site. */
 CLK_INLINE void cpu_correlate(__global const SRC_T* src,
                               __global const int* rowmap,
                               MASK_SPACE const ACC_T* mask,
-                              __global ACC_T* dst,
+                              __global ACC_T* tmp, __global OUT_T* dst,
                               const int width, const int out_rows, const ACC_T cval,
                               const int kh, const int by_rowmap)
 {
@@ -405,7 +420,7 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
                 taps_span(acc, span, mask, t * KW, KW, by_rowmap ? MASK_2D : MASK_ROW);
             }
         }
-        store_run(dst + (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0);
+        store_run(tmp, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, !by_rowmap);
     }
 }
 
@@ -415,10 +430,10 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
 __kernel void convolve_2d(__global const SRC_T* restrict src,
                           __global const int* restrict rowmap,
                           MASK_SPACE const ACC_T* restrict mask,
-                          __global ACC_T* restrict dst,
+                          __global OUT_T* restrict dst,
                           const int width, const int out_rows, const ACC_T cval)
 {
-    cpu_correlate(src, rowmap, mask, dst, width, out_rows, cval, KH, 1);
+    cpu_correlate(src, rowmap, mask, 0, dst, width, out_rows, cval, KH, 1);
 }
 #endif
 
@@ -429,7 +444,7 @@ __kernel void convolve_rows(__global const SRC_T* restrict src,
                             __global ACC_T* restrict tmp,
                             const int width, const int n_rows, const ACC_T cval)
 {
-    cpu_correlate(src, 0, mask, tmp, width, n_rows, cval, 1, 0);
+    cpu_correlate(src, 0, mask, tmp, 0, width, n_rows, cval, 1, 0);
 }
 
 #if KH <= MAX_UNROLL_1D
@@ -443,7 +458,7 @@ __kernel void convolve_rows(__global const SRC_T* restrict src,
 __kernel void convolve_cols(__global const ACC_T* restrict tmp,
                             __global const int* restrict rowmap,
                             MASK_SPACE const ACC_T* restrict mask,
-                            __global ACC_T* restrict dst,
+                            __global OUT_T* restrict dst,
                             const int width, const int out_rows, const ACC_T cval)
 {
     const int rowlen = width * CHANNELS;
@@ -492,7 +507,7 @@ __kernel void convolve_cols(__global const ACC_T* restrict tmp,
                 taps_span(acc, span, mask, t, 1, MASK_COL);
             }
         }
-        store_run(dst + (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0);
+        store_run(0, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, 0);
     }
 }
 #endif /* WITH_SEPARABLE */
@@ -577,7 +592,10 @@ CLK_INLINE void tile_taps(__local const ACC_T* tile, const int tile_w,
     }
 }
 
-CLK_INLINE void store_block(__global ACC_T* dst, ACC_T acc[PY][PX], int rowlen, int out_rows)
+/* Store the block into tmp (ACC_T, the row pass) when to_tmp, a constant at each call site, else
+ * into dst (OUT_T). */
+CLK_INLINE void store_block(__global ACC_T* tmp, __global OUT_T* dst, ACC_T acc[PY][PX],
+                            const int rowlen, const int out_rows, const int to_tmp)
 {
     const int e = (int)get_group_id(0) * OUT_W + (int)get_local_id(0);
     const int r = (int)get_group_id(1) * OUT_H + (int)get_local_id(1) * PY;
@@ -585,8 +603,13 @@ CLK_INLINE void store_block(__global ACC_T* dst, ACC_T acc[PY][PX], int rowlen, 
     for (int o = 0; o < PY; ++o)
 #pragma unroll
         for (int k = 0; k < PX; ++k)
-            if (r + o < out_rows && e + k * LX < rowlen)
-                dst[(size_t)(r + o) * (size_t)rowlen + e + k * LX] = acc[o][k];
+            if (r + o < out_rows && e + k * LX < rowlen) {
+                const size_t at = (size_t)(r + o) * (size_t)rowlen + e + k * LX;
+                if (to_tmp)
+                    tmp[at] = acc[o][k];
+                else
+                    dst[at] = (OUT_T)acc[o][k];
+            }
 }
 
 /* Copy tile rows [0, tile_h) = padded rows p0 + q, elements [-HALO_L, OUT_W + HALO_R) of the
@@ -629,7 +652,7 @@ CLK_INLINE void gpu_correlate(__local ACC_T* tile,
                               __global const SRC_T* src,
                               __global const int* rowmap,
                               MASK_SPACE const ACC_T* mask,
-                              __global ACC_T* dst,
+                              __global ACC_T* tmp, __global OUT_T* dst,
                               const int width, const int out_rows, const ACC_T cval,
                               const int kh, const int chunk, const int by_rowmap)
 {
@@ -652,7 +675,7 @@ CLK_INLINE void gpu_correlate(__local ACC_T* tile,
         tile_taps(tile, OUT_W + HALO_L + HALO_R, mask, kh, KW, c0, chunk, acc,
                   by_rowmap ? MASK_2D : MASK_ROW);
     }
-    store_block(dst, acc, width * CHANNELS, out_rows);
+    store_block(tmp, dst, acc, width * CHANNELS, out_rows, !by_rowmap);
 }
 
 #if WITH_DIRECT
@@ -660,11 +683,11 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_2d(__global const SRC_T* restrict src,
                  __global const int* restrict rowmap,
                  MASK_SPACE const ACC_T* restrict mask,
-                 __global ACC_T* restrict dst,
+                 __global OUT_T* restrict dst,
                  const int width, const int out_rows, const ACC_T cval)
 {
     __local ACC_T tile[(OUT_H + KH_CHUNK - 1) * (OUT_W + HALO_L + HALO_R)];
-    gpu_correlate(tile, src, rowmap, mask, dst, width, out_rows, cval, KH, KH_CHUNK, 1);
+    gpu_correlate(tile, src, rowmap, mask, 0, dst, width, out_rows, cval, KH, KH_CHUNK, 1);
 }
 #endif
 
@@ -676,14 +699,14 @@ void convolve_rows(__global const SRC_T* restrict src,
                    const int width, const int n_rows, const ACC_T cval)
 {
     __local ACC_T tile[OUT_H * (OUT_W + HALO_L + HALO_R)];
-    gpu_correlate(tile, src, 0, mask, tmp, width, n_rows, cval, 1, 1, 0);
+    gpu_correlate(tile, src, 0, mask, tmp, 0, width, n_rows, cval, 1, 1, 0);
 }
 
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_cols(__global const ACC_T* restrict tmp,
                    __global const int* restrict rowmap,
                    MASK_SPACE const ACC_T* restrict mask,
-                   __global ACC_T* restrict dst,
+                   __global OUT_T* restrict dst,
                    const int width, const int out_rows, const ACC_T cval)
 {
     __local ACC_T tile[(OUT_H + KH_CHUNK - 1) * OUT_W];
@@ -715,7 +738,7 @@ void convolve_cols(__global const ACC_T* restrict tmp,
         barrier(CLK_LOCAL_MEM_FENCE);
         tile_taps(tile, OUT_W, mask, KH, 1, c0, KH_CHUNK, acc, MASK_COL);
     }
-    store_block(dst, acc, rowlen, out_rows);
+    store_block(0, dst, acc, rowlen, out_rows, 0);
 }
 #endif /* WITH_SEPARABLE */
 

@@ -275,7 +275,8 @@ case("convolve", *CONVOLVE)(convolve_case)
 
 
 @case("convolve", *[one(f"convolve[{np.dtype(t).name}-{c}ch]", t, c)
-                    for t, c in ((np.uint8, 3), (np.int16, 1), (np.float64, 2), (np.uint32, 4))])
+                    for t, c in ((np.uint8, 3), (np.int16, 1), (np.float64, 2), (np.uint32, 4),
+                                 (np.int64, 1), (np.uint64, 3), (np.bool_, 1))])
 def _convolve_dtypes(dev, dtype, channels):
     from clkit.kernels import convolve
     img = image((5, 23) + ((channels,) if channels > 1 else ()), dtype)

@@ -233,6 +233,8 @@ def gaussian_reference(image, sigma, mode="reflect", cval=0.0, truncate=4.0):
 def random_image(rng, shape, dtype):
     """Random pixels over the useful range of ``dtype`` (floats: signed, around unit size)."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
     if dtype.kind in "ui":
         info = np.iinfo(dtype)
         low, high = max(info.min, -30000), min(info.max, 60000)

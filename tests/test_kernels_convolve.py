@@ -9,6 +9,7 @@ allowing any summation order.
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
+import scipy.ndimage
 
 import clkit
 import clkit.kernels as ck
@@ -306,8 +307,14 @@ def test_gaussian_blur_multiplies_zero_weights_as_scipy_does(device, rng):
 
 # -- convolve: dtypes and channels ----------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.int32, np.float32,
-                                   np.float64], ids=lambda d: np.dtype(d).name)
+#: Every image dtype scipy.ndimage filters (numpy's default integer, int64 on Linux, included).
+IMAGE_DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64,
+                np.int64, np.float32, np.float64]
+#: Integer dtypes whose values float32 cannot all hold.
+WIDE_INTEGERS = [np.uint32, np.int32, np.uint64, np.int64]
+
+
+@pytest.mark.parametrize("dtype", IMAGE_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_convolve_dtypes(device, rng, dtype):
     if dtype is np.float64:
         need_fp64(device)
@@ -315,6 +322,44 @@ def test_convolve_dtypes(device, rng, dtype):
     mask = rng.standard_normal((3, 4))
     check_convolve(ck.convolve(image, mask, mode="nearest", device=device), image, mask,
                    "nearest")
+
+
+@pytest.mark.parametrize("dtype", IMAGE_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_convolve_small_exact_cases_of_every_dtype(device, dtype):
+    # Small integer sums that every dtype and float32 hold exactly: an even-sized mask with
+    # zero weights (its anchor off the centre) and a separable column, each mode its own.
+    if dtype is np.float64:
+        need_fp64(device)
+    image = np.array([[1, 2, 3], [4, 5, 6]]).astype(dtype)
+    if dtype is np.bool_:
+        image = np.array([[1, 0, 1], [1, 1, 0]], dtype)
+    for mask, mode in (([[1, 0], [0, 1]], "reflect"), ([[1], [2], [1]], "nearest"),
+                       ([[2, 1, -1]], "wrap"), ([[1, 1], [1, 1]], "constant")):
+        mask = np.array(mask)
+        got = ck.convolve(image, mask, mode=mode, cval=2.0, device=device)
+        expected = scipy.ndimage.convolve(image.astype(np.float64), mask, mode=mode, cval=2.0)
+        assert got.dtype == result_dtype(dtype)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{mask.tolist()}, {mode}")
+
+
+@pytest.mark.parametrize("dtype", WIDE_INTEGERS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("separable", [False, True], ids=["2-D", "separable"])
+def test_convolve_integers_beyond_float32(device, rng, dtype, separable):
+    # Differences of neighbours around 2**31 (int32) or 2**50: float32 sums lose them to
+    # rounding (its spacing there is 256 or 2**27); double sums, where the device has them,
+    # give scipy's float64 result exactly (the differences are small integers).
+    info = np.iinfo(dtype)
+    base = min(info.max // 2, 2 ** 50) + (2 ** 20 if info.min == 0 else 0)
+    image = (base + rng.integers(-1000, 1000, sized(device, (9, 23), (67, 131)))).astype(dtype)
+    mask = np.outer([1, 2, 1], [1, 0, -1]) if separable else np.array([[0, 1, 0], [1, -4, 1],
+                                                                      [0, 1, 0]])
+    got = ck.convolve(image, mask, mode="reflect", device=device)
+    expected = scipy.ndimage.convolve(image.astype(np.float64), mask, mode="reflect")
+    assert got.dtype == np.float32
+    if device.fp64:
+        np.testing.assert_array_equal(got, expected.astype(np.float32))
+    else:  # summed in float32: right to float32's rounding of the values summed
+        check_convolve(got, image, mask, "reflect")
 
 
 @pytest.mark.parametrize("channels", [1, 3, 4])
@@ -446,9 +491,12 @@ def test_gaussian_truncate(device, rng, truncate):
                    image, 1.6, truncate=truncate)
 
 
-@pytest.mark.parametrize("channels", [None, 3, 4], ids=["HxW", "HxWx3", "HxWx4"])
-@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64],
-                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype,channels",
+                         [(d, None) for d in IMAGE_DTYPES] +
+                         [(d, c) for d in (np.uint8, np.int64, np.float32, np.float64)
+                          for c in (3, 4)],
+                         ids=lambda v: np.dtype(v).name if isinstance(v, type) else
+                         f"HxWx{v}" if v else "HxW")
 def test_gaussian_dtypes_and_channels(device, rng, dtype, channels):
     if dtype is np.float64:
         need_fp64(device)

@@ -33,8 +33,11 @@ MAX_MASK_SIZE = 1 << 24
 #: this size and its list fit the 64 KiB of constant memory that every device has, so a list
 #: never goes with a mask that MASK_SPACE puts in __global.
 MAX_TAP_TABLE = 1024
-IMAGE_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.uint32, np.float32,
-                np.float64)
+IMAGE_DTYPES = (np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64,
+                np.int64, np.float32, np.float64)
+#: Integer images whose values float32 may not hold exactly (beyond 2**24): summed in double
+#: where the device has fp64, into a float32 result.
+WIDE_INTEGERS = (np.uint32, np.int32, np.uint64, np.int64)
 
 
 def fold(i, n: int, mode: str) -> np.ndarray:
@@ -136,7 +139,7 @@ class Filter:
         self.func = func
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.acc = np.dtype(np.float64 if self.dtype == np.float64 else np.float32)
+        self.out = np.dtype(np.float64 if self.dtype == np.float64 else np.float32)
         self.corr = corr
         self.anchor = anchor
         self.factors = factors
@@ -175,7 +178,8 @@ class Filter:
         # scipy.ndimage.convolve leaves out the weights of magnitude up to DBL_EPSILON
         corr = np.where(np.abs(corr) > np.finfo(np.float64).eps, corr, 0.0)
         anchor = ((m.shape[0] - 1) // 2, (m.shape[1] - 1) // 2)
-        acc = np.float64 if np.dtype(image.dtype) == np.float64 else np.float32
+        # the precision the sums may have on some device
+        acc = np.float64 if image.dtype in (np.float64,) + WIDE_INTEGERS else np.float32
         return cls(func, image.shape, image.dtype, corr, anchor, separable_factors(corr, acc),
                    mode, cval, skip_zero_taps=True)
 
@@ -219,16 +223,28 @@ class Filter:
         return band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
                          self.mode)[0]
 
+    def acc(self, device) -> np.dtype:
+        """The type the kernels sum in on ``device``: the result's, or double for integers
+        beyond float32's 2**24 where the device has fp64."""
+        if self.dtype in WIDE_INTEGERS and device.fp64:
+            return np.dtype(np.float64)
+        return self.out
+
     def _program(self, device):
         kh, kw = self.corr.shape
-        defines = dict(SRC_T=CL_TYPES[self.dtype], ACC_T="double" if self.acc == np.float64
-                       else "float", CHANNELS=self.channels, KW=kw, KH=kh,
-                       ANCHOR_X=self.anchor[1], BORDER=MODES[self.mode])
+        acc = self.acc(device)
+        cl_type = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+        # bool images are read as their bytes (see _loadable)
+        defines = dict(SRC_T=CL_TYPES.get(self.dtype, "uchar"), ACC_T=cl_type[acc],
+                       CHANNELS=self.channels, KW=kw, KH=kh, ANCHOR_X=self.anchor[1],
+                       BORDER=MODES[self.mode])
+        if acc != self.out:
+            defines["OUT_T"] = cl_type[self.out]
         options = ()
-        if self.corr.size * self.acc.itemsize > device.cl_device.max_constant_buffer_size:
+        if self.corr.size * acc.itemsize > device.cl_device.max_constant_buffer_size:
             defines["MASK_SPACE"] = "__global"
         two_pass = self.two_pass(device)
-        geometry = _geometry(device, kh, kw, self.channels, self.acc.itemsize, two_pass)
+        geometry = _geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
         defines.update(geometry.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
         if device.simulator:
@@ -275,20 +291,20 @@ class Filter:
 
     def launch(self, rt, queue, src, rowmap, out_rows: int, dst):
         """Enqueue the kernels that fill ``dst`` (``out_rows`` rows) from ``src`` rows."""
-        if self.acc == np.float64:
+        if self.out == np.float64:
             require_fp64(self.func, rt.device, "a float64 image")
         prg, geometry = self._program(rt.device)
         width = self.shape[1]
         call = dict(device=rt.device, wait=False, queue=queue)
-        acc = self.acc.type
+        acc = self.acc(rt.device).type
         if not self.two_pass(rt.device):
             g, l = geometry.sizes(width, out_rows)
-            prg.convolve_2d(src, rowmap, self.corr.astype(self.acc), dst, width, out_rows,
+            prg.convolve_2d(src, rowmap, self.corr.astype(acc), dst, width, out_rows,
                             acc(self.cval), global_size=g, local_size=l, **call)
             return
-        col, row = (f.astype(self.acc) for f in self.factors)
+        col, row = (f.astype(acc) for f in self.factors)
         n_src = src.size // (width * self.channels)
-        tmp = cl_array.empty(queue, (n_src, width * self.channels), self.acc)
+        tmp = cl_array.empty(queue, (n_src, width * self.channels), acc)
         g, l = geometry.sizes(width, n_src)
         prg.convolve_rows(src, row, tmp, width, n_src, acc(self.cval), global_size=g,
                           local_size=l, **call)
@@ -306,10 +322,10 @@ class Filter:
     def band_from_rows(self, rows_data, r0, r1, device) -> np.ndarray:
         """Output rows ``[r0, r1)`` on ``device`` from ``rows_data = image[rows_needed(r0, r1)]``."""
         rt = runtime(device)
-        part = aligned_empty((r1 - r0,) + self.shape[1:], self.acc)
+        part = aligned_empty((r1 - r0,) + self.shape[1:], self.out)
         if part.size:
-            dst = device_output(rt, part, part.shape, self.acc)
-            src = upload(rt, rows_data)
+            dst = device_output(rt, part, part.shape, self.out)
+            src = upload(rt, _loadable(rows_data))
             _, rowmap = band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
                                   self.mode)
             self.launch(rt, rt.queue, src, rowmap, r1 - r0, dst)
@@ -322,7 +338,7 @@ class Filter:
         """Filter a whole numpy or device image on one or several devices."""
         func = self.func
         on_device = is_device_array(image)
-        out = check_out(func, out, self.shape, self.acc, on_device)
+        out = check_out(func, out, self.shape, self.out, on_device)
         height = self.shape[0]
         multi = is_multi(device)
         arrays = [image] + ([out] if out is not None else [])
@@ -331,15 +347,15 @@ class Filter:
             if on_device or not multi else None
         devices = devices_of(device) if multi else [home]
         if image.size == 0:
-            result = aligned_empty(self.shape, self.acc) if out is None else out
+            result = aligned_empty(self.shape, self.out) if out is None else out
             if on_device and out is None:
-                result = cl_array.empty(runtime(home).queue, self.shape, self.acc)
+                result = cl_array.empty(runtime(home).queue, self.shape, self.out)
             return result
         if on_device and not multi:
             rt = runtime(home)
-            src = contiguous_device(image)
+            src = _loadable(contiguous_device(image))
             direct = out is not None and out.offset == 0 and out.flags.c_contiguous
-            dst = out if direct else cl_array.empty(rt.queue, self.shape, self.acc)
+            dst = out if direct else cl_array.empty(rt.queue, self.shape, self.out)
             # The whole image is one band, and its output rows read every image row.
             _, rowmap = band_rows(height, 0, height, self.corr.shape[0], self.anchor[0],
                                   self.mode)
@@ -348,8 +364,8 @@ class Filter:
                 out[...] = dst
                 return out
             return dst
-        host = host_copy(image) if on_device else np.ascontiguousarray(image)
-        result = numpy_result(self.shape, self.acc, None if on_device else out, devices)
+        host = _loadable(host_copy(image) if on_device else np.ascontiguousarray(image))
+        result = numpy_result(self.shape, self.out, None if on_device else out, devices)
 
         def band(rt, queue, r0, r1):
             part = result[r0:r1]
@@ -358,11 +374,13 @@ class Filter:
             contiguous = rows.size == rows[-1] - rows[0] + 1
             # src may wrap host memory (no copy): it must live until the band is home
             src = upload(rt, host[rows[0]:rows[-1] + 1] if contiguous else host[rows], queue)
-            dst = device_output(rt, part, part.shape, self.acc, queue)
+            dst = device_output(rt, part, part.shape, self.out, queue)
             self.launch(rt, queue, src, rowmap, r1 - r0, dst)
             download(dst, part)
 
-        tmp_row = result[:1].nbytes if self.factors else 0  # the two-pass temporary
+        # the two-pass temporary, in the widest type the sums may take
+        tmp_row = result[:1].size * (8 if self.dtype in WIDE_INTEGERS else self.out.itemsize) \
+            if self.factors else 0
         row_bytes = host[:1].nbytes + result[:1].nbytes + tmp_row
         halo = self.corr.shape[0] - 1
 
@@ -379,7 +397,7 @@ class Filter:
             _bands.pipeline_rows(dev, height, host.nbytes + result.nbytes)))
         if on_device:
             dst = out if out is not None else cl_array.empty(runtime(home).queue, self.shape,
-                                                             self.acc)
+                                                             self.out)
             dst.set(result)
             return dst
         return result
@@ -450,6 +468,11 @@ def _geometry(device, kh, kw, channels, itemsize, separable) -> _Geometry:
                      channels=channels, vw=vw, nvec=nvec, rows=4)
 
 
+def _loadable(image):
+    """The image as the kernels read it: a bool image as its bytes (0 or 1), others as they are."""
+    return image.view(np.uint8) if image.dtype == np.bool_ else image
+
+
 def _image(func, image):
     return image if is_device_array(image) else host_array(image, func, "image")
 
@@ -461,7 +484,13 @@ def convolve(image, mask, mode="reflect", cval=0.0, out=None, device=None):
     ----------
     image : ndarray or device array
         HxW, or HxWxC with 1 to 4 channels (each filtered separately);
-        uint8, int8, uint16, int16, int32, uint32, float32 or float64.
+        bool, int8 to int64, uint8 to uint64, float32 or float64: every
+        dtype scipy.ndimage takes, numpy's default integer included.
+        Integer images give scipy's result on ``image.astype(np.float64)``,
+        rounded to float32.  Those of 32 and 64 bits are summed in double
+        where the device has fp64; on a device without fp64 they are summed
+        in float32, so values beyond 2**24 (16,777,216) are rounded to float32
+        before they are weighted.
     mask : array_like
         Any 2-D size, odd or even.  A rank-1 (separable) mask takes a two-pass
         path automatically, with the same results.
@@ -477,8 +506,8 @@ def convolve(image, mask, mode="reflect", cval=0.0, out=None, device=None):
     Returns
     -------
     ndarray or device array
-        float32 (integer and float32 images) or float64 (float64 images, on
-        devices with fp64), the image's shape.
+        float32 (bool, integer and float32 images) or float64 (float64
+        images, on devices with fp64), the image's shape.
 
     Examples
     --------
