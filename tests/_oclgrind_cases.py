@@ -4,7 +4,10 @@
 process whose environment turns Oclgrind's memory, race, uninitialised-value
 and API checks on (Oclgrind reads them once, when its driver loads, so they
 cannot be switched on inside the test process).  The child runs every case of
-the group on the Oclgrind device, one after the other; each case checks its
+the group on the Oclgrind device, one after the other in one OpenCL context, as
+a user's script makes its calls (each call's buffers land where earlier calls
+freed theirs, which is where the uninitialised-value check once went wrong,
+see clkit.kernels._common.scratch); each case checks its
 result against an independent reference and waits for every queue, and the
 child then reads what Oclgrind wrote on stderr during that case.  It prints
 one JSON line per case: the case's name, seconds, the diagnostics, the other
@@ -44,20 +47,14 @@ CASES: dict = {}
 #: The groups, each run in one child process, and the Oclgrind checks each runs with.
 ALL_CHECKS = {"OCLGRIND_CHECK_API": "1", "OCLGRIND_DATA_RACES": "1",
               "OCLGRIND_UNINITIALIZED": "1"}
-NO_UNINITIALIZED = {"OCLGRIND_CHECK_API": "1", "OCLGRIND_DATA_RACES": "1",
-                    "OCLGRIND_UNINITIALIZED": "0"}
 GROUPS = {
     "basic": ALL_CHECKS,
     "convolve": ALL_CHECKS,
     "gpu": ALL_CHECKS,
     "tiled": ALL_CHECKS,
     "multi": ALL_CHECKS,
-    # The separable path runs its two kernels once per tile, each time on a new temporary;
-    # Oclgrind 21.10's uninitialised-value check then reports every read of the temporary
-    # from the second tile on, although the kernel wrote it (see _fresh_context).  Out of
-    # bounds accesses, races and API errors are still checked there.
-    "tiled-separable": NO_UNINITIALIZED,
-    "multi-separable": NO_UNINITIALIZED,
+    "tiled-separable": ALL_CHECKS,
+    "multi-separable": ALL_CHECKS,
 }
 
 
@@ -231,6 +228,28 @@ def _user_kernel(dev):
     expected = np.float32(2) * x[:20] + y
     prg.saxpy(2.0, x[:20], y, device=dev)
     np.testing.assert_allclose(big[::-2], expected, rtol=1e-6)
+
+
+@case("basic", one("sequence[every-library-kernel-one-after-another]"))
+def _sequence(dev):
+    # Calls of different sizes one after the other in one context, as a user's script makes
+    # them: each call's buffers and temporaries come where earlier calls freed theirs.
+    from clkit.kernels import convolve, gaussian_blur, grayscale, vector_add
+    r = rng()
+    a = r.standard_normal(37).astype(np.float32)
+    np.testing.assert_array_equal(vector_add(a, a, device=dev), a + a)
+    rgb = image((7, 13, 3), np.uint8)
+    assert grayscale(rgb, device=dev).shape == (7, 13)
+    for mode in MODES:
+        img, mask = image((9, 11)), r.random((4, 3))
+        check_convolve(convolve(img, mask, mode=mode, device=dev), img, mask, mode)
+    img, mask = image((3, 2)), r.random((7, 7))
+    check_convolve(convolve(img, mask, mode="wrap", device=dev), img, mask, "wrap")
+    img, mask = image((6, 5, 3)), np.outer([1, 2, 1], [1, 0, -1])
+    check_convolve(convolve(img, mask, device=dev), img, mask, "reflect")
+    for shape in ((10, 9), (4, 30), (10, 9)):
+        img = image(shape)
+        check_gaussian(gaussian_blur(img, 1.3, device=dev), img, 1.3, "reflect")
 
 
 @case("basic", one("canary[out-of-bounds-read]"))
@@ -576,28 +595,6 @@ def _finish_all():
             q.finish()
 
 
-def _fresh_context():
-    """Forget clkit's runtimes and builds, so that the next case gets a new OpenCL context.
-
-    Oclgrind 21.10's uninitialised-value check loses track of a kernel's stores once the same
-    kernel runs again with another output buffer in the same context (shown with pyopencl
-    alone: convolve_rows into a new buffer, then convolve_cols reading it, reports every
-    read from the second time on; with the same buffer it reports nothing).  A context of
-    its own per case keeps such false reports out, and each report about its case alone.
-    """
-    import gc
-
-    from clkit import _build, _runtime
-    from clkit.kernels import _bands, _common
-    _finish_all()
-    _runtime._runtimes.clear()
-    _runtime._by_queue.clear()
-    _build.forget()
-    _common._program.cache_clear()
-    _bands._queues.clear()
-    gc.collect()
-
-
 def run_group(group: str, names=None) -> int:
     """Run the cases of ``group`` on Oclgrind; print one JSON line per case on stdout."""
     # Oclgrind writes its reports on file descriptor 2; send that to a file read after each case.
@@ -631,7 +628,6 @@ def run_group(group: str, names=None) -> int:
             if g != group or (names and name not in names):
                 continue
             record = {"name": name, "error": None, "skip": None}
-            _fresh_context()
             launches[0] = 0
             start = time.perf_counter()
             try:

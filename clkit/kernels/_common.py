@@ -236,6 +236,28 @@ def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None
     return cl_array.empty(queue, shape, dtype)
 
 
+def scratch(rt: Runtime, queue, shape, dtype) -> cl_array.Array:
+    """A device array for values one library kernel writes and a later one of the same call reads.
+
+    The kernels read only elements of a scratch array written earlier in the same call, never
+    what an earlier call left there: keep it so for any scratch memory, pooled or reused.
+
+    On the Oclgrind simulator the array starts as NaN (floating dtypes), copied from the host.
+    Oclgrind 21.10's uninitialised-value check loses the stores into a buffer made without
+    host data where a smaller freed buffer lay (shown with pyopencl alone: a buffer of 32
+    floats written by one kernel and read by the next reports 16 uninitialised reads once a
+    buffer of 16 was freed before it), which would report every call after the first one.
+    A buffer made from host data is tracked right, and NaN still carries a read of an element
+    no kernel wrote into the result, where the tests compare it with scipy.
+    """
+    if rt.device.simulator:
+        host = np.full(shape, np.nan, dtype)
+        buf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=host)
+        return cl_array.Array(queue, shape, dtype, data=buf)
+    return cl_array.empty(queue, shape, dtype)
+
+
 def download(arr: cl_array.Array, host: np.ndarray) -> np.ndarray:
     """Make ``host`` hold ``arr``'s data; returns ``host``."""
     if arr.size == 0:

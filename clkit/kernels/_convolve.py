@@ -20,7 +20,7 @@ from . import _bands
 from ._common import (CL_TYPES, aligned_empty, check_dtype, check_ndim, check_number, check_out,
                       contiguous_device, device_of, device_output, devices_of, download, host_copy,
                       host_array, is_device_array, is_multi, numpy_result, probe_rows, program,
-                      require_fp64, upload)
+                      require_fp64, scratch, upload)
 
 MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
          "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
@@ -304,7 +304,9 @@ class Filter:
             return
         col, row = (f.astype(acc) for f in self.factors)
         n_src = src.size // (width * self.channels)
-        tmp = cl_array.empty(queue, (n_src, width * self.channels), acc)
+        # The row pass writes every element of tmp, rows [0, n_src) of the band's source, and
+        # the column pass reads only those: nothing a call reads in tmp comes from before it.
+        tmp = scratch(rt, queue, (n_src, width * self.channels), acc)
         g, l = geometry.sizes(width, n_src)
         prg.convolve_rows(src, row, tmp, width, n_src, acc(self.cval), global_size=g,
                           local_size=l, **call)
