@@ -7,8 +7,11 @@ thread or :class:`Program` object, get the same build.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -119,12 +122,15 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
     # cache and, after a failure, rebuild when asked for the log; and its build warns of any
     # log in terms of a temporary file. clkit raises or warns itself, with the user's lines.
     prg = cl._cl._Program(rt.context, source.text)
+    library = _in_library(source)
+    held = []
     try:
-        prg._build(options=opts.encode(), devices=[device.cl_device])
+        with _driver_output_held(held) if library else contextlib.nullcontext():
+            prg._build(options=opts.encode(), devices=[device.cl_device])
     except cl.Error as exc:
         raise _build_error(source, options, device, prg, exc) from exc
-    log = _log(prg, device)
-    if log and not _in_library(source):
+    log = "\n".join(filter(None, [_log(prg, device)] + held))
+    if log and not library:
         # The library's logs are the compiler declining to unroll the loops of large masks.
         warnings.warn(f"{source.origin} built for {device} with compiler messages:\n"
                       f"{_mapped(source, log)[0]}", cl.CompilerWarning,
@@ -138,6 +144,51 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
     signatures = {name: from_arg_info(info, device.cl_device.address_bits)
                   for name, info in infos.items()}
     return Built(prg, device, signatures, log, "compiled", time.perf_counter() - start)
+
+
+_held_lock = threading.Lock()
+_held_depth = 0
+_held_saved = -1
+_held_file = None
+
+
+@contextlib.contextmanager
+def _driver_output_held(held: list):
+    """Hold what is written on file descriptor 2 while a library program builds.
+
+    PoCL's compiler prints its count of warnings ("12 warnings generated.") straight to the
+    process's stderr, below Python, while the warnings themselves go to the build log; a
+    library build must not print.  The held text joins the build's log (``held``), and a
+    failed build writes it out.  Builds in several threads share one redirection; writes of
+    other threads in that time are held alike.
+    """
+    global _held_depth, _held_saved, _held_file
+    with _held_lock:
+        if _held_depth == 0:
+            sys.stderr.flush()
+            _held_file = tempfile.TemporaryFile()
+            _held_saved = os.dup(2)
+            os.dup2(_held_file.fileno(), 2)
+        _held_depth += 1
+        file = _held_file
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        with _held_lock:
+            _held_depth -= 1
+            if _held_depth == 0:
+                sys.stderr.flush()
+                os.dup2(_held_saved, 2)
+                os.close(_held_saved)
+                file.seek(0)
+                text = file.read().decode("utf-8", "replace").strip()
+                file.close()
+                if text:
+                    held.append(text)
+                    if failed:
+                        sys.stderr.write(text + "\n")
 
 
 def _log(prg, device) -> str:

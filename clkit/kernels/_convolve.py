@@ -446,10 +446,23 @@ def _gpu_tile(kh, kw, separable) -> tuple:
     return GPU_TILE
 
 
+def cpu_vector_width(device, itemsize: int) -> int:
+    """Elements per vector (VW) of the CPU variant: the device's native SIMD width for the type.
+
+    float16 on a CPU without AVX-512 would take two registers, gain nothing, and make clang
+    warn at each builtin it passes through that its ABI changes.  A device that reports no
+    vector width (Oclgrind: 1) gets 64 bytes, the AVX-512 width.
+    """
+    cl_device = device.cl_device
+    native = (cl_device.native_vector_width_float if itemsize == 4
+              else cl_device.native_vector_width_double)
+    return native if native in (4, 8, 16) else 64 // itemsize
+
+
 def _geometry(device, kh, kw, channels, itemsize, separable) -> _Geometry:
     """The kernel variant for a device: local-memory tiles on GPUs, SIMD runs elsewhere.
 
-    CPU variant (PoCL-tuned): runs of VW * NVEC elements, ROWS rows per
+    CPU variant (PoCL-tuned): runs of VW * NVEC elements (VW: `cpu_vector_width`), ROWS rows per
     work-item, NACC accumulators, work-groups of 4.  GPU variant: `_gpu_tile`'s
     work-groups and outputs per work-item, the mask rows in chunks that fit
     the local memory.  A mask too wide for the tile falls back to GPU_TILE,
@@ -464,7 +477,7 @@ def _geometry(device, kh, kw, channels, itemsize, separable) -> _Geometry:
             return _Geometry("gpu", dict(CONV_VARIANT="CONV_GPU", LX=lx, LY=ly, PX=px, PY=py,
                                          KH_CHUNK=chunk),
                              channels=channels, lx=lx, ly=ly, px=px, py=py)
-    vw = 16 if itemsize == 4 else 8
+    vw = cpu_vector_width(device, itemsize)
     nvec = 2 if separable else 1
     return _Geometry("cpu", dict(CONV_VARIANT="CONV_CPU", VW=vw, NVEC=nvec, ROWS=4, NACC=2),
                      channels=channels, vw=vw, nvec=nvec, rows=4)

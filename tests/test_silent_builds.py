@@ -1,0 +1,61 @@
+"""Library builds print nothing, also the first ones, with every driver's kernel cache empty.
+
+PoCL's compiler writes its count of warnings ("12 warnings generated.") straight to the
+process's stderr; a fresh install has an empty PoCL cache, so every library program is compiled
+from source the first time.  A child process with empty PoCL and clkit caches runs every library
+kernel on every visible device; its stderr must stay empty.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = r"""
+import warnings
+import numpy as np
+import clkit
+from clkit.kernels import (convolve, depth_to_points, gaussian_blur, grayscale, hello,
+                           mandelbrot, vector_add)
+
+warnings.simplefilter("error")  # a CompilerWarning from a library build fails the run too
+rng = np.random.default_rng(5)
+for dev in clkit.devices():
+    assert hello(device=dev) == "Hello, World!"
+    for dtype in (np.float32, np.int64) + ((np.float64,) if dev.fp64 else ()):
+        a = np.arange(37).astype(dtype)
+        assert (vector_add(a, a, device=dev) == a + a).all()
+    for dtype in (np.uint8, np.float32):
+        grayscale(rng.integers(0, 256, (5, 7, 3)).astype(dtype), device=dev)
+    image = rng.random((6, 41)).astype(np.float32)
+    convolve(image, rng.random((3, 4)), device=dev)             # direct
+    convolve(image, np.outer([1, 2, 1], [1, 0, -1]), device=dev)  # two passes, zero taps
+    convolve(image.astype(np.int64), np.ones((3, 3)), mode="wrap", device=dev)
+    gaussian_blur(image, 1.5, device=dev)
+    gaussian_blur(np.dstack([image] * 3), 0.8, mode="constant", device=dev)
+    if dev.fp64:
+        gaussian_blur(image.astype(np.float64), 1.0, device=dev)
+    mandelbrot(9, 5, max_iter=20, device=dev)
+    depth_to_points(rng.integers(0, 900, (4, 6)).astype(np.uint16), 5.0, 5.0, 3.0, 2.0,
+                    device=dev)
+    # A library program whose build makes the compiler warn (a macro of clkit.h redefined):
+    # the warning is in the build's log, nothing on stderr.
+    prg = clkit.load("grayscale", defines={"T": "float", "CN": 3, "CLK_VSTORE": "x"},
+                     device=dev)
+    assert "CLK_VSTORE" in prg.build(dev).log, prg.build(dev).log
+print("ok")
+"""
+
+
+def test_library_builds_print_nothing_with_empty_driver_caches(tmp_path):
+    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path / "pocl"),
+               CLKIT_CACHE_DIR=str(tmp_path / "clkit"),
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get(
+                   "PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("CLKIT_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+    assert proc.stderr == ""
