@@ -101,6 +101,60 @@ def _probe(library: str) -> str | None:
     return lines[0] if lines else f"loading the driver crashed (exit status {run.returncode})"
 
 
+#: Driver libraries that pip packages install into an environment's lib/ folder: the package
+#: that brings each, and the name its .icd file has elsewhere.
+PIP_DRIVERS = {"libintelocl.so": ("intel-opencl-rt", "intel-cpu.icd")}
+_NOT_FOUND = ": cannot open shared object file"
+
+
+def environment_lib_dirs() -> list[Path]:
+    """The lib/ folders of this Python environment (and of the one it was made from)."""
+    return list(dict.fromkeys(Path(p) / "lib" for p in (sys.prefix, sys.base_prefix)))
+
+
+def pip_drivers() -> list[Path]:
+    """The driver libraries pip installed into this environment (see PIP_DRIVERS)."""
+    return [folder / name for folder in environment_lib_dirs() for name in PIP_DRIVERS
+            if (folder / name).is_file()]
+
+
+def unregistered_pip_drivers() -> list[Path]:
+    """pip-installed driver libraries that no ``.icd`` file names (by file name)."""
+    named = {Path(icd.library).name for icd in icd_files(probe=False)}
+    return [lib for lib in pip_drivers() if lib.name not in named]
+
+
+def register_command(library, icd_path) -> str:
+    """The command that writes ``library``'s path into the ``.icd`` file ``icd_path``."""
+    icd_path = Path(icd_path)
+    folder = icd_path.parent
+    writable = os.access(folder if folder.is_dir() else folder.parent, os.W_OK)
+    return f"echo {library} | {'' if writable else 'sudo '}tee {icd_path}"
+
+
+def load_fix(icd: IcdFile) -> str | None:
+    """The fix for an ``.icd`` file whose driver, or a library the driver needs, is not found.
+
+    A driver that pip put in an environment's lib/ is named by the path it has there (a
+    bare name, or a path that does not exist, such as the placeholder in the ``.icd`` file
+    the package ships); a library it needs that lies in the driver's folder or in the
+    environment's lib/ goes on ``LD_LIBRARY_PATH``.  None for other problems.
+    """
+    if not icd.error or _NOT_FOUND not in icd.error:
+        return None
+    missing = icd.error.split(_NOT_FOUND)[0].rsplit(": ", 1)[-1].strip()
+    driver = Path(icd.library)
+    if missing == icd.library or not driver.is_file():
+        for folder in environment_lib_dirs():
+            if (folder / driver.name).is_file():
+                return register_command(folder / driver.name, icd.path)
+        return None
+    for folder in [driver.parent] + environment_lib_dirs():
+        if (folder / missing).exists():
+            return f"export LD_LIBRARY_PATH={folder}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+    return None
+
+
 def nvidia_library() -> str | None:
     """The path of NVIDIA's OpenCL driver library, if one is installed."""
     try:

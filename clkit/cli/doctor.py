@@ -51,7 +51,14 @@ class Doctor(Command):
         for icd in icds:
             report(icd.error is None, f"{icd.path} -> {icd.library or '(empty)'}"
                    + (f": {icd.error}" if icd.error else ": loads and reports a platform"),
+                   _icd.load_fix(icd) or
                    "reinstall that driver, or remove the .icd file if the driver is gone")
+        for library in _icd.unregistered_pip_drivers():
+            # installed but not asked for: a note, not a problem
+            package, icd_name = _icd.PIP_DRIVERS[library.name]
+            print(f"[note] {library} ({package} from pip) is installed but no .icd file "
+                  f"registers it\n       to use it: "
+                  f"{_icd.register_command(library, _icd.vendor_dirs()[0] / icd_name)}")
         nvidia = _icd.unregistered_nvidia()
         if nvidia:
             report(False, f"NVIDIA's OpenCL library {nvidia} is not registered",
