@@ -30,6 +30,11 @@ from ._source import Source, library_dir
 # "file:12:5:" as clang-based compilers (PoCL, Oclgrind, NVIDIA) print locations.
 _LOCATION = re.compile(r"(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):")
 _ARG_INFO = "-cl-kernel-arg-info"
+# Lines of a build log that report progress, not a problem: Intel's CPU runtime logs every build
+# ("Compilation started", ..., "Kernel "k" was successfully vectorized (16)", "Done.").
+_PROGRESS = re.compile(r"(Compilation|Linking|Device build) (started|done)|Done\.|"
+                       r"Options used by backend compiler:.*|remark: .*|"
+                       r"Kernel \"\w+\" was (successfully vectorized \(\d+\)|not vectorized)")
 
 
 @dataclass
@@ -130,10 +135,12 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
     except cl.Error as exc:
         raise _build_error(source, options, device, prg, exc) from exc
     log = "\n".join(filter(None, [_log(prg, device)] + held))
-    if log and not library:
+    messages = "\n".join(line for line in log.splitlines()
+                         if not _PROGRESS.fullmatch(line.strip()))
+    if messages and not library:
         # The library's logs are the compiler declining to unroll the loops of large masks.
         warnings.warn(f"{source.origin} built for {device} with compiler messages:\n"
-                      f"{_mapped(source, log)[0]}", cl.CompilerWarning,
+                      f"{_mapped(source, messages)[0]}", cl.CompilerWarning,
                       stacklevel=_caller_outside_clkit())
     # NVIDIA's OpenCL crashes pyopencl when asked for the names of a program without kernels.
     names = (prg.get_info(cl.program_info.KERNEL_NAMES).split(";")

@@ -388,3 +388,14 @@ def test_repeated_calls_see_each_call_s_own_arrays_and_scalars(device):
         other = np.zeros(n, np.float32)
         prg.put(other, x, 1, 1.0)  # a numpy output in the place of the device array
         np.testing.assert_array_equal(other, np.full(n, round + 1.5, np.float32))
+
+
+def test_a_clean_user_kernel_builds_without_a_warning(device, write_cl, tmp_path, monkeypatch):
+    # Drivers that log every build (Intel's CPU runtime: "Compilation started", "Kernel "k" was
+    # successfully vectorized (16)", "Done.") have nothing to tell the user about this one.
+    monkeypatch.setenv("CLKIT_CACHE_DIR", str(tmp_path / "cache"))  # compile, not a cached binary
+    path = write_cl("__kernel void twice(__global float* x)\n"
+                    "{\n    x[get_global_id(0)] *= 2.0f;\n}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clkit.load(path).build(device)
