@@ -236,13 +236,13 @@ def test_on_a_gpu_each_image_stays_on_its_lane(discrete, rng, monkeypatch):
     monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
     lane_queues = {id(q) for q in clkit._map._queues(clkit.runtime(device), 8)}
     used = []
-    real_upload = _transfer.upload
+    staged_upload = _transfer.Staging.upload
 
-    def upload(rt, queue, *args, **kwargs):
+    def upload(self, queue, *args, **kwargs):
         used.append(id(queue))
-        return real_upload(rt, queue, *args, **kwargs)
+        return staged_upload(self, queue, *args, **kwargs)
 
-    monkeypatch.setattr(_transfer, "upload", upload)
+    monkeypatch.setattr(_transfer.Staging, "upload", upload)
     mask = rng.standard_normal((3, 3)).astype(np.float32)
     images = [rng.random((1000 + i, 600), dtype=np.float32) for i in range(6)]  # 2.4 MB each
     for image, result in zip(images, clkit.map(ck.convolve, images, mask, device=device)):

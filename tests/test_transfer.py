@@ -77,13 +77,13 @@ def test_a_large_numpy_call_overlaps_its_tiles_on_a_gpu(discrete, rng, monkeypat
     monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
     monkeypatch.setattr(_pinned, "POOL_BYTES", 0)  # results staged too: each tile counted
     queues = set()
-    real_upload = _transfer.upload
+    staged_upload = _transfer.Staging.upload
 
-    def upload(rt, queue, *args, **kwargs):
+    def upload(self, queue, *args, **kwargs):
         queues.add(id(queue))
-        return real_upload(rt, queue, *args, **kwargs)
+        return staged_upload(self, queue, *args, **kwargs)
 
-    monkeypatch.setattr(_transfer, "upload", upload)
+    monkeypatch.setattr(_transfer.Staging, "upload", upload)
     image = rng.random((2000, 700, 3), dtype=np.float32)  # 16.8 MB in, 5.6 MB out
     assert_close_scaled(ck.grayscale(image, device=device), gray_reference(image, "bt601"),
                         gray_reference(np.abs(image), "bt601"), what="grayscale")
