@@ -8,8 +8,10 @@ thread or :class:`Program` object, get the same build.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -117,6 +119,7 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
         try:
             prg = cl._cl._Program(rt.context, [device.cl_device], [binary])
             prg._build(options=opts.encode(), devices=[device.cl_device])
+            _sigxfsz_ignored_again()
             signatures = {name: from_arg_info(info, device.cl_device.address_bits)
                           for name, info in meta["kernels"].items()}
             return Built(prg, device, signatures, meta.get("log", ""), "disk",
@@ -134,6 +137,8 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
             prg._build(options=opts.encode(), devices=[device.cl_device])
     except cl.Error as exc:
         raise _build_error(source, options, device, prg, exc) from exc
+    finally:
+        _sigxfsz_ignored_again()
     log = "\n".join(filter(None, [_log(prg, device)] + held))
     messages = "\n".join(line for line in log.splitlines()
                          if not _PROGRESS.fullmatch(line.strip()))
@@ -196,6 +201,19 @@ def _driver_output_held(held: list):
                     held.append(text)
                     if failed:
                         sys.stderr.write(text + "\n")
+
+
+def _sigxfsz_ignored_again() -> None:
+    """Ignore SIGXFSZ again, as Python does, after a driver's build.
+
+    Python ignores SIGXFSZ, so that writing past the file-size limit fails with EFBIG, an
+    OSError clkit reports.  Intel's CPU runtime installs LLVM's crash handlers at its first
+    build, and theirs prints "PLEASE submit a bug report" for that signal before passing it
+    on.  Through libc, because Python's signal module is for the main thread only.
+    """
+    if hasattr(signal, "SIGXFSZ") and signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).signal(signal.SIGXFSZ, ctypes.c_void_p(1))  # SIG_IGN
 
 
 def _log(prg, device) -> str:
