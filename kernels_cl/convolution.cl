@@ -215,6 +215,10 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
 
 /* macros, not typedefs: convert_<type> is spelled by token pasting */
 #define accv CLK_VEC(ACC_T, VW)
+/* The kernels are vectorised by hand: the hint keeps a driver's work-group vectoriser (Intel's
+ * CPU runtime) from widening them again over 16 work-items, with gathers and scatters, at twice
+ * the build time. */
+#define CPU_KERNEL_HINT __attribute__((vec_type_hint(accv)))
 #define outv CLK_VEC(OUT_T, VW)
 #define LOADV(p) CLK_CONVERT(accv)(CLK_VLOAD(VW)(0, (p)))
 #define STOREV CLK_VSTORE(VW)
@@ -427,7 +431,7 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
 #if WITH_DIRECT
 /* Global size: (ceil(width * CHANNELS / RUN), ceil(out_rows / ROWS)), each rounded up to a
  * multiple of the local size; any local size. */
-__kernel void convolve_2d(__global const SRC_T* restrict src,
+__kernel CPU_KERNEL_HINT void convolve_2d(__global const SRC_T* restrict src,
                           __global const int* restrict rowmap,
                           MASK_SPACE const ACC_T* restrict mask,
                           __global OUT_T* restrict dst,
@@ -439,7 +443,7 @@ __kernel void convolve_2d(__global const SRC_T* restrict src,
 
 #if WITH_SEPARABLE
 /* mask: the KW row taps. Global size as convolve_2d with n_rows for out_rows. */
-__kernel void convolve_rows(__global const SRC_T* restrict src,
+__kernel CPU_KERNEL_HINT void convolve_rows(__global const SRC_T* restrict src,
                             MASK_SPACE const ACC_T* restrict mask,
                             __global ACC_T* restrict tmp,
                             const int width, const int n_rows, const ACC_T cval)
@@ -455,7 +459,7 @@ __kernel void convolve_rows(__global const SRC_T* restrict src,
 
 /* mask: the KH column taps. Global size as convolve_2d. Column sums need no x halo, so only
  * the last run of a row, which may stick out of it, and constant rows go through a copy. */
-__kernel void convolve_cols(__global const ACC_T* restrict tmp,
+__kernel CPU_KERNEL_HINT void convolve_cols(__global const ACC_T* restrict tmp,
                             __global const int* restrict rowmap,
                             MASK_SPACE const ACC_T* restrict mask,
                             __global OUT_T* restrict dst,
