@@ -24,7 +24,7 @@ Settings: ``CLKIT_BACKGROUND_BUILDS=0`` or :func:`background_builds`
 ``(False)`` turns the background builds off: a call then waits for its
 specialised build, as without tiers.  ``CLKIT_TIER=generic`` or
 ``specialised`` (or :func:`tier`) forces one tier, for tests and benchmarks.
-:func:`clkit.warmup` builds chosen variants ahead of time.
+:func:`clkit.kernels.warmup` builds chosen variants ahead of time.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def background_builds(enabled: bool | None = None) -> bool:
     built yet runs the generic kernel at once, and the specialised one compiles
     in a background thread once the call's variant proves hot.  Off, every
     call waits for its specialised build, as a deployment that wants no
-    background work may prefer (build ahead with :func:`clkit.warmup`).  The
+    background work may prefer (build ahead with :func:`clkit.kernels.warmup`).  The
     environment variable ``CLKIT_BACKGROUND_BUILDS=0`` turns them off too.
 
     Parameters

@@ -168,6 +168,7 @@ CLK_INLINE void direct_taps(__global const ACC_T* src, __global const int* rowma
 #pragma unroll
     for (int k = 0; k < CHUNK; ++k)
         acc0[k] = acc1[k] = (gvec)(0);
+#pragma unroll 1
     for (int t = 0; t < kh; ++t) {
         const int srow = by_rowmap ? rowmap[r + t] : r;
         __global const ACC_T* row = src + (size_t)srow * (size_t)rowlen + ev - halo_l;
@@ -177,6 +178,7 @@ CLK_INLINE void direct_taps(__global const ACC_T* src, __global const int* rowma
             swap_accs(acc0, acc1, n);
         int s = 0;
         if (order == ORDER_CPU) {
+#pragma unroll 1
             for (; s + 2 <= kw; s += 2) {
                 const ACC_T w0 = w[s], w1 = w[s + 1];
                 __global const ACC_T* x = row + s * channels;
@@ -190,6 +192,7 @@ CLK_INLINE void direct_taps(__global const ACC_T* src, __global const int* rowma
                         acc1[k] += w1 * LOADG(x + channels + k * GV);
             }
         }
+#pragma unroll 1
         for (; s < kw; ++s) {
             const ACC_T ws = w[s];
             if (!skip_zero || ws != 0)
@@ -251,7 +254,8 @@ CLK_INLINE void correlate(__global const ACC_T* src, __global const int* rowmap,
 }
 
 /*
- * The one filter kernel, for the three passes of convolution.cl:
+ * The one filter kernel, for the three passes of convolution.cl (vectorised by hand: the hint
+ * keeps a work-group vectoriser from widening it again, as in convolution.cl):
  *   convolve_2d    kh x kw mask, rows through rowmap (by_rowmap = 1);
  *   convolve_rows  kh = 1, output row r from src row r (by_rowmap = 0; rowmap is not read);
  *   convolve_cols  kw = 1, anchor_x = 0, rows of tmp through rowmap, unroll_taps >= kh: a
@@ -260,14 +264,13 @@ CLK_INLINE void correlate(__global const ACC_T* src, __global const int* rowmap,
  * Global size: (ceil(width * channels / (CHUNK * GV)), out_rows), each rounded up to the local
  * size; any local size.
  */
-__kernel void convolve_generic(__global const ACC_T* restrict src,
-                               __global const int* restrict rowmap,
-                               __global const ACC_T* restrict mask, __global ACC_T* restrict dst,
-                               const int width, const int out_rows, const ACC_T cval,
-                               const int kh, const int kw, const int anchor_x,
-                               const int channels, const int border, const int skip_zero,
-                               const int nvec, const int order, const int unroll_taps,
-                               const int by_rowmap)
+__kernel __attribute__((vec_type_hint(gvec)))
+void convolve_generic(__global const ACC_T* restrict src, __global const int* restrict rowmap,
+                      __global const ACC_T* restrict mask, __global ACC_T* restrict dst,
+                      const int width, const int out_rows, const ACC_T cval, const int kh,
+                      const int kw, const int anchor_x, const int channels, const int border,
+                      const int skip_zero, const int nvec, const int order,
+                      const int unroll_taps, const int by_rowmap)
 {
     correlate(src, rowmap, mask, dst, width, out_rows, cval, kh, kw, anchor_x, channels,
               border, skip_zero, nvec, order, unroll_taps, by_rowmap);

@@ -1,15 +1,170 @@
-"""Tiered builds: the policy of clkit._tiers (heat, the background queue, the settings).
+"""Tiered builds: the generic and the specialised kernels of convolve and gaussian_blur.
 
-Tested with stand-in programs, so that the policy is checked apart from any kernel.
+Each tier is forced on every device and checked against scipy.ndimage; the two
+tiers must give the same sums.  Where the specialised build is the CPU variant
+(PoCL, Oclgrind, and any device given a mask too wide for its GPU tiles) the
+generic kernel reproduces its accumulation order and the results are equal to
+the bit; the GPU variant's tiles are compared within the same rounding bound
+as scipy.  The policy (heat, the background queue, the settings) is tested on
+its own with stand-in programs.
 """
 
 import threading
 import time
+import warnings
 
+import numpy as np
+import pyopencl.array as cl_array
 import pytest
 
 import clkit
+import clkit.kernels as ck
 from clkit import _build, _tiers
+from clkit.kernels._convolve import Filter, _geometry
+from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
+                        gaussian_radius, gaussian_reference, need_fp64, random_image,
+                        result_dtype)
+
+
+def both_tiers(fn):
+    out = {}
+    for name in ("generic", "specialised"):
+        with _tiers.tier(name):
+            out[name] = fn()
+    return out["generic"], out["specialised"]
+
+
+def cpu_variant(device, image, mask) -> bool:
+    f = Filter.for_mask("convolve", image, mask, "reflect", 0.0)
+    kh, kw = f.corr.shape
+    return _geometry(device, kh, kw, f.channels, f.acc(device).itemsize,
+                     f.two_pass(device)).variant == "cpu"
+
+
+def assert_same_sums(generic, specialised, exact, expected, scale, dtype, ulps, what):
+    assert generic.dtype == specialised.dtype == dtype
+    if exact:
+        mismatch = np.flatnonzero(generic.ravel() != specialised.ravel())
+        assert mismatch.size == 0, (f"{what}: the tiers differ at {mismatch.size} elements, "
+                                    f"first at {np.unravel_index(mismatch[0], generic.shape)}")
+    assert_close_scaled(generic, expected, scale, dtype=dtype, ulps=ulps, what=what + ", generic")
+    assert_close_scaled(specialised, expected, scale, dtype=dtype, ulps=ulps,
+                        what=what + ", specialised")
+
+
+MASKS = {
+    "5x5": lambda rng: rng.standard_normal((5, 5)),              # 2-D, every tap used
+    "sobel": lambda rng: np.outer([1, 2, 1], [1, 0, -1]),         # separable, a zero column
+    "1x7": lambda rng: rng.standard_normal((1, 7)),               # one row: the 2-D kernel
+    "4x6 shift": lambda rng: np.eye(4, 6),                         # even sizes, zero taps
+    "17x17": lambda rng: rng.standard_normal((17, 17)),            # > 256 taps: rolled loops
+    "box 9": lambda rng: np.ones((9, 9)) / 81,                    # separable, two vectors
+}
+
+
+@pytest.mark.parametrize("mask_name", list(MASKS))
+@pytest.mark.parametrize("mode", MODES)
+def test_convolve_tiers_agree(device, rng, mode, mask_name):
+    mask = MASKS[mask_name](rng)
+    if device.simulator and mask.size > 100:
+        mask = mask[:9, :9]
+    shape = (13, 37) if device.simulator else (61, 203)
+    image = random_image(rng, shape, np.float32)
+    generic, specialised = both_tiers(
+        lambda: ck.convolve(image, mask, mode=mode, cval=2.5, device=device))
+    expected, scale = convolve_reference(image, mask, mode, 2.5)
+    assert_same_sums(generic, specialised, cpu_variant(device, image, mask), expected, scale,
+                     np.float32, filter_ulps(mask.size), f"convolve {mask_name} {mode}")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.bool_, np.float64])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_convolve_tiers_dtypes_and_channels(device, rng, dtype, channels):
+    if dtype == np.float64:
+        need_fp64(device)
+    shape = ((9, 23) if device.simulator else (47, 131)) + ((channels,) if channels > 1 else ())
+    image = random_image(rng, shape, dtype)
+    for mask in (rng.standard_normal((3, 4)), np.outer([1, 4, 6, 4, 1], [1, 2, 1]) / 64.0):
+        generic, specialised = both_tiers(
+            lambda: ck.convolve(image, mask, mode="mirror", device=device))
+        expected, scale = convolve_reference(image, mask, "mirror", 0.0)
+        assert_same_sums(generic, specialised, cpu_variant(device, image, mask), expected,
+                         scale, result_dtype(dtype), filter_ulps(mask.size),
+                         f"convolve {shape} {np.dtype(dtype).name} with {mask.shape}")
+
+
+def test_generic_tier_of_a_device_integer_image(device, rng):
+    """A device array of another dtype is converted on the device (to_acc)."""
+    image = random_image(rng, (12, 40), np.int16)
+    mask = rng.standard_normal((3, 3))
+    with _tiers.tier("generic"):
+        result = ck.convolve(clkit.to_device(image, device=device), mask, mode="wrap",
+                             device=device)
+    assert isinstance(result, cl_array.Array)
+    expected, scale = convolve_reference(image, mask, "wrap", 0.0)
+    assert_close_scaled(result.get(), expected, scale, dtype=np.float32,
+                        ulps=filter_ulps(mask.size), what="generic convolve of a device int16")
+
+
+@pytest.mark.parametrize("sigma", [0.7, 2.5, (1.0, 3.0)])
+def test_gaussian_tiers_agree(device, rng, sigma):
+    image = random_image(rng, (15, 33) if device.simulator else (90, 160), np.float32)
+    generic, specialised = both_tiers(
+        lambda: ck.gaussian_blur(image, sigma, mode="constant", cval=1.0, device=device))
+    expected, scale = gaussian_reference(image, sigma, "constant", 1.0, 4.0)
+    taps = 2 * gaussian_radius(max(np.atleast_1d(sigma)), 4.0) + 1
+    f = Filter.for_gaussian("gaussian_blur", image, sigma, "constant", 1.0, 4.0)
+    cpu = _geometry(device, *f.corr.shape, 1, 4, f.two_pass(device)).variant == "cpu"
+    assert_same_sums(generic, specialised, cpu, expected, scale, np.float32,
+                     filter_ulps(taps * taps), f"gaussian_blur sigma {sigma}")
+
+
+def test_auto_tier_builds_a_hot_variant_in_the_background(device, rng, cache_dir):
+    """Calls answer with the generic kernel until the variant is hot, then it is built
+    in the background and the next calls use it, with the same results."""
+    _tiers.forget()
+    image = random_image(rng, (20, 50), np.float32)
+    mask = rng.standard_normal((3, 5))
+    results = [ck.convolve(image, mask, device=device) for _ in range(int(_tiers.HOT_SCORE))]
+    assert _tiers.stats()["generic"] == len(results)
+    assert _tiers.wait_idle(timeout=600)
+    assert _tiers.stats()["built"] == 1
+    results.append(ck.convolve(image, mask, device=device))
+    assert _tiers.stats()["specialised"] == 1
+    expected, scale = convolve_reference(image, mask, "reflect", 0.0)
+    for r in results:
+        assert_close_scaled(r, expected, scale, dtype=np.float32, ulps=filter_ulps(mask.size),
+                            what="convolve across the tiers")
+    if cpu_variant(device, image, mask):
+        assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+def test_background_builds_off_waits_for_the_specialised_build(device, rng, cache_dir,
+                                                                monkeypatch):
+    _tiers.forget()
+    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    image = random_image(rng, (8, 30), np.float32)
+    ck.convolve(image, rng.standard_normal((2, 3)), device=device)
+    assert _tiers.stats()["specialised"] == 1 and _tiers.stats()["generic"] == 0
+
+
+def test_warmup_builds_variants_ahead(device, rng, cache_dir):
+    _tiers.forget()
+    mask = np.outer([1, 2, 1], [-1, 0, 1])
+    built = clkit.kernels.warmup(masks=[mask], sigmas=[1.5], dtypes=["uint8"], modes=["nearest"],
+                         device=device)
+    assert [line.split(":")[0] for line in built] == [
+        "generic float32", "convolve 3x3 uint8 nearest", "gaussian_blur sigma 1.5 uint8 nearest"]
+    image = random_image(rng, (16, 24), np.uint8)
+    before = _tiers.stats()
+    ck.convolve(image, mask, mode="nearest", device=device)
+    ck.gaussian_blur(image, 1.5, mode="nearest", device=device)
+    after = _tiers.stats()
+    assert after["specialised"] == before["specialised"] + 2
+    assert after["generic"] == before["generic"]
+
+
+# -- the policy, with stand-in programs -------------------------------------------------------
 
 class FakeProgram:
     """What _tiers needs of a Program: a name, options and a build that can be watched."""
@@ -123,4 +278,27 @@ def test_settings(policy, monkeypatch):
             pass
     with pytest.raises(TypeError, match="takes True or False"):
         clkit.background_builds("yes")
-    assert prg.builds == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert prg.builds == 0
+
+
+# -- clkit warmup --------------------------------------------------------------------------------
+
+def test_warmup_command(device, capsys):
+    from clkit.cli import main
+    assert main(["warmup", "--device", device.id, "--mask", "sobel-x", "--mode", "wrap"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{device}:"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "generic float32", "convolve 3x3 float32 wrap"]
+
+
+def test_warmup_command_bad_input(capsys):
+    from clkit.cli import main
+    assert main(["warmup", "--sigma", "-1"]) == 2
+    assert "sigma must be 0 or more, not -1" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="image dtype complex64 is not one convolve takes"):
+        clkit.kernels.warmup(dtypes=["complex64"])
+    with pytest.raises(ValueError, match="unknown mode 'edge'"):
+        clkit.kernels.warmup(modes=["edge"])

@@ -45,6 +45,8 @@ COMMANDS = {
                                 "1 if Oclgrind reports any"),
     "bench": ("bench", "Bench",
               "time each kernel against serial Python, NumPy, OpenCV, torch and every device"),
+    "warmup": ("warmup", "Warmup", "build the convolve and blur kernels that later calls will "
+                                   "use, into the disk cache"),
     "trace": ("trace", "TraceScript", "run a Python script under a trace of every kernel and "
                                       "transfer clkit makes; print the summary, save the "
                                       "timeline (-o) or draw it (--plot)"),

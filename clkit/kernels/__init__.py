@@ -10,6 +10,7 @@ from ._basic import grayscale, hello, vector_add
 from ._convolve import convolve, gaussian_blur
 from ._depth import depth_to_points
 from ._mandelbrot import mandelbrot
+from ._warmup import warmup
 
 __all__ = ["convolve", "depth_to_points", "gaussian_blur", "grayscale", "hello", "mandelbrot",
-           "vector_add"]
+           "vector_add", "warmup"]

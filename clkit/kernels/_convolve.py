@@ -14,6 +14,7 @@ import functools
 import numpy as np
 import pyopencl.array as cl_array
 
+from .. import _tiers
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._runtime import runtime
 from . import _bands
@@ -21,6 +22,7 @@ from ._common import (CL_TYPES, aligned_empty, check_dtype, check_ndim, check_nu
                       contiguous_device, device_of, device_output, devices_of, download, host_copy,
                       host_array, is_device_array, is_multi, numpy_result, probe_rows, program,
                       require_fp64, scratch, upload)
+from ._convolve_tiers import Generic, Specialised
 
 MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
          "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
@@ -289,27 +291,50 @@ class Filter:
             return False
         return device.type != "gpu" or self.corr.size > 81
 
-    def launch(self, rt, queue, src, rowmap, out_rows: int, dst):
-        """Enqueue the kernels that fill ``dst`` (``out_rows`` rows) from ``src`` rows."""
+    def taps(self, device) -> int:
+        """Multiply-adds per output element."""
+        kh, kw = self.corr.shape
+        return kh + kw if self.two_pass(device) else kh * kw
+
+    def passes(self, rt, queue, out_rows: int):
+        """The kernels that run this filter on ``out_rows`` rows now: the specialised build
+        when it is ready (see clkit/_tiers.py), else the generic one, with the same sums.
+
+        The generic kernel writes the type it sums in, so integers summed in double for a
+        float32 result (WIDE_INTEGERS on devices with fp64) always take the specialised one.
+        """
         if self.out == np.float64:
             require_fp64(self.func, rt.device, "a float64 image")
         prg, geometry = self._program(rt.device)
-        width = self.shape[1]
-        call = dict(device=rt.device, wait=False, queue=queue)
+        work = out_rows * self.shape[1] * self.channels * self.taps(rt.device)
+        if self.acc(rt.device) != self.out or _tiers.use_specialised(
+                prg, rt.device, work=work, prime=functools.partial(self._prime, rt)):
+            return Specialised(prg, geometry)
+        return Generic(self, geometry, rt, queue, border=list(MODES).index(self.mode))
+
+    def launch(self, rt, queue, src, rowmap, out_rows: int, dst, passes=None):
+        """Enqueue the kernels that fill ``dst`` (``out_rows`` rows) from ``src`` rows."""
+        passes = passes or self.passes(rt, queue, out_rows)
+        self._enqueue(passes, rt, queue, passes.device_src(src), rowmap, out_rows, dst)
+
+    def upload_rows(self, rt, queue, rows_data, out_rows: int):
+        """Upload image rows for a launch; returns (device rows, passes)."""
+        passes = self.passes(rt, queue, out_rows)
+        return upload(rt, passes.host_src(_loadable(rows_data)), queue), passes
+
+    def _enqueue(self, passes, rt, queue, src, rowmap, out_rows, dst):
         acc = self.acc(rt.device).type
+        call = dict(device=rt.device, wait=False, queue=queue)
         if not self.two_pass(rt.device):
-            g, l = geometry.sizes(width, out_rows)
-            prg.convolve_2d(src, rowmap, self.corr.astype(acc), dst, width, out_rows,
-                            acc(self.cval), global_size=g, local_size=l, **call)
+            passes.direct(self, src, rowmap, self.corr.astype(acc), dst, out_rows,
+                          acc(self.cval), **call)
             return
         col, row = (f.astype(acc) for f in self.factors)
-        n_src = src.size // (width * self.channels)
+        n_src = src.size // (self.shape[1] * self.channels)
         # The row pass writes every element of tmp, rows [0, n_src) of the band's source, and
         # the column pass reads only those: nothing a call reads in tmp comes from before it.
-        tmp = scratch(rt, queue, (n_src, width * self.channels), acc)
-        g, l = geometry.sizes(width, n_src)
-        prg.convolve_rows(src, row, tmp, width, n_src, acc(self.cval), global_size=g,
-                          local_size=l, **call)
+        tmp = scratch(rt, queue, (n_src, self.shape[1] * self.channels), acc)
+        passes.rows(self, src, row, tmp, n_src, acc(self.cval), **call)
         # A row outside the image is all cval, which the row pass would have made the sum of
         # row[j] * cval: summed tap by tap, so that an infinite cval gives NaN, as scipy's
         # taps do, where the row's weights have both signs (cval * sum(row) would not), and
@@ -317,9 +342,25 @@ class Filter:
         used = row[self.factors[1] != 0] if self.skip_zero_taps else row
         with np.errstate(invalid="ignore", over="ignore"):
             cval_cols = acc(np.sum(used.astype(np.float64) * self.cval))
-        g, l = geometry.sizes(width, out_rows)
-        prg.convolve_cols(tmp, rowmap, col, dst, width, out_rows, cval_cols, global_size=g,
-                          local_size=l, **call)
+        passes.cols(self, tmp, rowmap, col, dst, out_rows, cval_cols, **call)
+
+    def _prime(self, rt):
+        """Run the specialised kernels once on a few rows, on a queue of their own.
+
+        Some drivers (PoCL) finish compiling a kernel at its first launch; a
+        background build does that too, so that the caller does not.
+        """
+        prg, geometry = self._program(rt.device)
+        width = max(1, 4 * 64 // self.channels)  # wide enough for the launch's usual local size
+        small = Filter(self.func, (4, width) + self.shape[2:], self.dtype, self.corr, self.anchor,
+                       self.factors, self.mode, self.cval, self.skip_zero_taps)
+        queue = rt.new_queue()
+        src = cl_array.to_device(queue, _loadable(np.zeros(small.shape, self.dtype)))
+        dst = cl_array.empty(queue, small.shape, self.out)
+        _, rowmap = band_rows(4, 0, 4, self.corr.shape[0], self.anchor[0], self.mode)
+        rowmap = cl_array.to_device(queue, rowmap)
+        small._enqueue(Specialised(prg, geometry), rt, queue, src, rowmap, 4, dst)
+        queue.finish()
 
     def band_from_rows(self, rows_data, r0, r1, device) -> np.ndarray:
         """Output rows ``[r0, r1)`` on ``device`` from ``rows_data = image[rows_needed(r0, r1)]``."""
@@ -327,10 +368,10 @@ class Filter:
         part = aligned_empty((r1 - r0,) + self.shape[1:], self.out)
         if part.size:
             dst = device_output(rt, part, part.shape, self.out)
-            src = upload(rt, _loadable(rows_data))
+            src, passes = self.upload_rows(rt, rt.queue, rows_data, r1 - r0)
             _, rowmap = band_rows(self.shape[0], r0, r1, self.corr.shape[0], self.anchor[0],
                                   self.mode)
-            self.launch(rt, rt.queue, src, rowmap, r1 - r0, dst)
+            self.launch(rt, rt.queue, src, rowmap, r1 - r0, dst, passes)
             download(dst, part)
         return part
 
@@ -375,9 +416,10 @@ class Filter:
                                      self.mode)
             contiguous = rows.size == rows[-1] - rows[0] + 1
             # src may wrap host memory (no copy): it must live until the band is home
-            src = upload(rt, host[rows[0]:rows[-1] + 1] if contiguous else host[rows], queue)
+            src, passes = self.upload_rows(
+                rt, queue, host[rows[0]:rows[-1] + 1] if contiguous else host[rows], r1 - r0)
             dst = device_output(rt, part, part.shape, self.out, queue)
-            self.launch(rt, queue, src, rowmap, r1 - r0, dst)
+            self.launch(rt, queue, src, rowmap, r1 - r0, dst, passes)
             download(dst, part)
 
         # the two-pass temporary, in the widest type the sums may take

@@ -1,0 +1,128 @@
+"""The two tiers of the convolution kernels: how a filter's passes are launched.
+
+``Specialised`` runs the build of convolution.cl made for one mask size, mode,
+dtype and geometry; ``Generic`` runs convolve_generic.cl, one build per device
+and accumulation type that takes all of those as arguments and reproduces the
+specialised build's sums.  ``Filter.passes`` (in ``_convolve``) picks one per
+launch through :mod:`clkit._tiers`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cl_array
+
+from ._common import program, round_up
+
+
+class Specialised:
+    """The passes of a filter through its specialised build (convolution.cl)."""
+
+    def __init__(self, prg, geometry):
+        self.prg, self.geometry = prg, geometry
+
+    @staticmethod
+    def host_src(rows):
+        return rows
+
+    @staticmethod
+    def device_src(src):
+        return src
+
+    def direct(self, f, src, rowmap, mask, dst, out_rows, cval, **call):
+        g, l = self.geometry.sizes(f.shape[1], out_rows)
+        self.prg.convolve_2d(src, rowmap, mask, dst, f.shape[1], out_rows, cval, global_size=g,
+                             local_size=l, **call)
+
+    def rows(self, f, src, mask, tmp, n_rows, cval, **call):
+        g, l = self.geometry.sizes(f.shape[1], n_rows)
+        self.prg.convolve_rows(src, mask, tmp, f.shape[1], n_rows, cval, global_size=g,
+                               local_size=l, **call)
+
+    def cols(self, f, tmp, rowmap, mask, dst, out_rows, cval, **call):
+        g, l = self.geometry.sizes(f.shape[1], out_rows)
+        self.prg.convolve_cols(tmp, rowmap, mask, dst, f.shape[1], out_rows, cval,
+                               global_size=g, local_size=l, **call)
+
+
+#: convolution.cl's MAX_UNROLL: its CPU variant unrolls the taps of 2-D masks up to this size,
+#: which decides how it shares taps between its two accumulators.
+UNROLL_TAPS = 256
+#: convolve_generic.cl's CHUNK: vectors per work-item
+GENERIC_CHUNK = 4
+#: to_acc's codes of the image types (convolve_generic.cl)
+_TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
+    (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+     np.float32))}
+
+
+_NO_ROWMAP = np.zeros(1, np.int32)
+_CL_ACC = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+
+
+class Generic:
+    """The passes of a filter through the generic build (convolve_generic.cl).
+
+    It runs the geometry of the specialised build it stands in for (run
+    length, accumulator order), so that both give the same sums.
+    """
+
+    def __init__(self, f, geometry, rt, queue, border: int):
+        device = rt.device
+        self.cpu = geometry.variant == "cpu"
+        vw = geometry.vw if self.cpu else (16 if f.out == np.float32 else 8)
+        self.nvec = geometry.nvec if self.cpu else 1
+        self.chunk = GENERIC_CHUNK * vw  # row elements per work-item
+        # One work-group shape per device, so that drivers which compile a kernel per shape at
+        # its first launch (PoCL) do so once; 64 work-items, so that PoCL's cost per group
+        # (about a microsecond) stays small beside the group's work.
+        self.local = (64, 1) if device.type == "gpu" else (8, 8)
+        self.queue = queue
+        self.device = device
+        self.acc = f.acc(device)
+        self.options = ("-cl-opt-disable",) if device.simulator else ()  # see Filter._program
+        self.prg = program("convolve_generic", options=self.options, ACC_T=_CL_ACC[self.acc],
+                           GV=vw)
+        self.border = border  # clkit.h's number of the border mode
+        self.skip = int(f.skip_zero_taps)
+        self.order = 1 if self.cpu else 0
+
+    def host_src(self, rows):
+        """Image rows from the host, in the accumulation type (numpy converts as C does)."""
+        return rows if rows.dtype == self.acc else rows.astype(self.acc)
+
+    def device_src(self, src):
+        """A device image in the accumulation type (converted by to_acc, built on first use)."""
+        if src.dtype == self.acc:
+            return src
+        out = cl_array.empty(self.queue, src.shape, self.acc)
+        n = src.size
+        convert = program("convolve_generic", options=self.options, CONVERT=1,
+                          ACC_T=_CL_ACC[self.acc])
+        convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=round_up(n, 64),
+                       local_size=64, device=self.device, wait=False, queue=self.queue)
+        return out
+
+    def _launch(self, f, src, rowmap, mask, dst, rows, cval, kh, kw, anchor_x, unroll,
+                by_rowmap, **call):
+        gx = -(-f.shape[1] * f.channels // self.chunk)
+        self.prg.convolve_generic(src, rowmap, mask, dst, f.shape[1], rows, cval, kh, kw,
+                                  anchor_x, f.channels, self.border, self.skip, self.nvec,
+                                  self.order, unroll, by_rowmap,
+                                  global_size=(round_up(gx, self.local[0]),
+                                               round_up(rows, self.local[1])),
+                                  local_size=self.local, **call)
+
+    def direct(self, f, src, rowmap, mask, dst, out_rows, cval, **call):
+        kh, kw = f.corr.shape
+        self._launch(f, src, rowmap, mask, dst, out_rows, cval, kh, kw, f.anchor[1],
+                     UNROLL_TAPS, 1, **call)
+
+    def rows(self, f, src, mask, tmp, n_rows, cval, **call):
+        # the row pass reads no rowmap; one int fills the argument
+        self._launch(f, src, _NO_ROWMAP, mask, tmp, n_rows, cval, 1, mask.size, f.anchor[1],
+                     0, 0, **call)
+
+    def cols(self, f, tmp, rowmap, mask, dst, out_rows, cval, **call):
+        self._launch(f, tmp, rowmap, mask, dst, out_rows, cval, mask.size, 1, 0, mask.size, 1,
+                     **call)
