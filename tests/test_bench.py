@@ -8,18 +8,13 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from _cli import REPO, clkit, fails
+
 FILTER_CASES = ("convolve_5x5", "convolve_9x9", "gaussian_blur", "gaussian_blur_sigma10")
 KERNEL_CASES = ("grayscale", *FILTER_CASES, "vector_add", "mandelbrot", "depth_to_points")
-
-
-def clkit(*args, env=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "clkit", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def installed(name):
@@ -30,7 +25,8 @@ def installed(name):
 def small_run(tmp_path_factory):
     """One small run on the CPU device, shared by the tests that read its output."""
     out = tmp_path_factory.mktemp("bench") / "bench.json"
-    proc = clkit("bench", "--size", "small", "--device", "cpu", "--repeat", "3", "--json", out)
+    proc = clkit("bench", "--size", "small", "--device", "cpu", "--repeat", "3", "--json", out,
+                 timeout=600)
     return proc, out
 
 
@@ -126,14 +122,6 @@ def test_named_kernels_only(tmp_path):
     assert ids == ["grayscale", "convolve_5x5", "convolve_9x9"]
 
 
-def error_line(proc):
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clkit: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize("args, message", [
     (["--device", "cpu", "nosuchkernel"], "unknown kernel 'nosuchkernel'"),
     (["--size", "huge"], "size must be one of small, default, gpu or WxH"),
@@ -144,7 +132,7 @@ def error_line(proc):
     (["--json", "/nonexistent-folder/x.json"], "does not exist"),
 ])
 def test_bad_arguments_give_one_line_and_status_2(args, message):
-    line = error_line(clkit("bench", "--size", "small", *args))
+    line = fails(clkit("bench", "--size", "small", *args))
     assert message in line
 
 
@@ -155,12 +143,12 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path):
     import os
     env = dict(os.environ, PYTHONPATH=f"{fake}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     out = tmp_path / "p.png"
-    line = error_line(clkit("bench", "vector_add", "--size", "small", "--plot", out, env=env))
+    line = fails(clkit("bench", "vector_add", "--size", "small", "--plot", out, env=env))
     assert "matplotlib" in line and "clkit[plot]" in line
     assert not out.exists()
 
 
 @pytest.mark.skipif(not installed("matplotlib"), reason="matplotlib is not installed")
 def test_plot_to_an_unknown_format_is_refused(tmp_path):
-    line = error_line(clkit("bench", "vector_add", "--plot", tmp_path / "chart.xyz"))
+    line = fails(clkit("bench", "vector_add", "--plot", tmp_path / "chart.xyz"))
     assert ".png" in line

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from test_cli_images import REPO, clkit, fails, intrinsic_args, ok, read, save
+from _cli import REPO, clkit, fails, intrinsic_args, ok, read, save
 
 
 def listing(folder):

@@ -7,44 +7,17 @@ wrote against numpy, scipy and OpenCV.  Bad input must give exactly one line
 """
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from _cli import INTRINSICS, clkit, fails, intrinsic_args, ok, read, save
 from _reference import assert_counts_equal, mandelbrot_reference
 
 scipy_ndimage = pytest.importorskip("scipy.ndimage")
 cv2 = pytest.importorskip("cv2")
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def clkit(*args, timeout=300):
-    """Run ``python -m clkit ARGS`` from the repository's root, as a user would."""
-    return subprocess.run([sys.executable, "-m", "clkit", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def ok(proc):
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    assert "Traceback" not in proc.stderr
-    return proc
-
-
-def fails(proc, *words):
-    """Exit status 2 and one line on stderr that contains every word."""
-    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("clkit: error: "), lines[0]
-    for word in words:
-        assert word in lines[0], f"{word!r} not in {lines[0]!r}"
-    return lines[0]
-
 
 def leftovers(folder):
     """Temporary files an interrupted write would leave (hidden, .tmp)."""
@@ -54,16 +27,6 @@ def leftovers(folder):
 @pytest.fixture
 def rgb(rng):
     return rng.integers(0, 256, (17, 23, 3), dtype=np.uint8)
-
-
-def save(path, array):
-    Image.fromarray(array).save(path)
-    return path
-
-
-def read(path):
-    with Image.open(path) as img:
-        return np.asarray(img)
 
 
 def read_ply(path):
@@ -250,14 +213,6 @@ def test_mandelbrot_png(tmp_path):
 
 
 # --- points ---------------------------------------------------------------------------------
-
-INTRINSICS = dict(fx=50.0, fy=45.5, cx=9.5, cy=6.25)
-
-
-def intrinsic_args(**kw):
-    values = {**INTRINSICS, **kw}
-    return [arg for k, v in values.items() for arg in (f"--{k}", v)]
-
 
 def test_points_16bit_png_with_colours(tmp_path, rng, rgb):
     depth = rng.integers(500, 4000, (17, 23), dtype=np.uint16)

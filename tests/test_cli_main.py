@@ -2,15 +2,13 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import clkit.cli
+from _cli import REPO
 from clkit.cli.hello import Hello
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_every_command_in_the_table_has_its_class():
