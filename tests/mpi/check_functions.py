@@ -38,28 +38,36 @@ cases = [
                                                  comm=comm, root=root),
      lambda: kernels.vector_add(a, a)),
 ]
+
+
+def say(line):
+    """One line in one write: the ranks share the output, and print's separate write of the
+    line end let another rank's line in between ("ok vector_addrank 0 RankError ...")."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 failed = False
 for name, parallel, single in cases:
     got = parallel()
     if mine:
         want = single()
         if got is None or got.dtype != want.dtype or not np.array_equal(got, want):
-            print(f"MISMATCH {name}", flush=True)
+            say(f"MISMATCH {name}")
             failed = True
         else:
-            print(f"ok {name}", flush=True)
+            say(f"ok {name}")
     elif got is not None:
-        print(f"rank {comm.Get_rank()} got a result for {name}; only the root should",
-              flush=True)
+        say(f"rank {comm.Get_rank()} got a result for {name}; only the root should")
         failed = True
 
 # A mistake on the root reaches every rank as an exception, not a hang.
 try:
     clkit.mpi.convolve(image if mine else None, np.ones(3), comm=comm, root=root)
 except clkit.mpi.RankError as exc:
-    print(f"rank {comm.Get_rank()} RankError {exc}", flush=True)
+    say(f"rank {comm.Get_rank()} RankError {exc}")
 except ValueError as exc:
-    print(f"rank {comm.Get_rank()} ValueError {exc}", flush=True)
+    say(f"rank {comm.Get_rank()} ValueError {exc}")
 else:
     failed = True
 sys.exit(1 if comm.allreduce(failed, op=MPI.LOR) else 0)
