@@ -19,7 +19,7 @@ import pytest
 from scipy import ndimage
 
 import clkit
-from clkit import _trace
+from clkit import _tiers, _trace
 from clkit.kernels import gaussian_blur, vector_add
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,14 +41,16 @@ def test_a_known_sequence_gives_exactly_its_events(device, rng):
     image = rng.random((61, 67), dtype=np.float32)  # 16348 bytes
     x = rng.random(1000, dtype=np.float32)  # 4000 bytes
     twice = clkit.Program.from_source(TWICE).twice
-    # Build outside the trace so that the block's host times are the calls' own.
-    gaussian_blur(image, 2.0, device=device), twice(x.copy(), device=device)
-    vector_add(x, x, device=device)
-    with clkit.trace() as t:
-        blurred = gaussian_blur(image, 2.0, device=device)
-        doubled = x.copy()
-        twice(doubled, device=device)
-        total = vector_add(x, x, device=device)
+    # The separable Gaussian's own kernels, not the generic one that answers until they are
+    # built; built outside the trace so that the block's host times are the calls' own.
+    with _tiers.tier("specialised"):
+        gaussian_blur(image, 2.0, device=device), twice(x.copy(), device=device)
+        vector_add(x, x, device=device)
+        with clkit.trace() as t:
+            blurred = gaussian_blur(image, 2.0, device=device)
+            doubled = x.copy()
+            twice(doubled, device=device)
+            total = vector_add(x, x, device=device)
     np.testing.assert_allclose(blurred, ndimage.gaussian_filter(image, 2.0), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(doubled, 2 * x)
     np.testing.assert_array_equal(total, x + x)
