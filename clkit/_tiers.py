@@ -129,7 +129,8 @@ def tier(name: str):
         _forced.pop()
 
 
-def use_specialised(program, device, *, work: float = 0.0, prime=None) -> bool:
+def use_specialised(program, device, *, work: float = 0.0, prime=None,
+                    in_background: bool = True) -> bool:
     """Whether a call may run ``program``'s specialised build on ``device`` now.
 
     ``True`` when it is built (in memory or in the disk cache), when the
@@ -138,7 +139,9 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None) -> bool:
     the call heats the variant by ``1 + work / LARGE_WORK`` and a hot variant
     is queued for the background thread, which builds it and then calls
     ``prime()`` (a launch on a private queue, so that a driver's compile at
-    first launch is paid there too).
+    first launch is paid there too).  ``in_background=False`` (a driver that
+    is not safe to use from two threads at once, such as the Oclgrind
+    simulator) builds a hot variant in the calling thread instead.
     """
     forced = forced_tier()
     if forced != "auto":
@@ -154,14 +157,23 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None) -> bool:
         if v.state == "ready" or not background_builds():
             _counts["specialised"] += 1
             return True
-        _counts["generic"] += 1
+        build_here = False
         if v.state in ("cold", "queued"):
             v.heat += 1.0 + work / LARGE_WORK
             if v.state == "cold" and v.heat >= HOT_SCORE:
-                v.state = "queued"
                 v.job = (program, device, prime)
-                _builder.submit(key)
-    return False
+                if in_background:
+                    v.state = "queued"
+                    _builder.submit(key)
+                else:
+                    v.state = "building"
+                    build_here = True
+    if build_here:
+        _run_job(key, program, device, None)  # without priming: this call launches it
+    with _lock:
+        ready = _variants[key].state == "ready"
+        _counts["specialised" if ready else "generic"] += 1
+    return ready
 
 
 def _count(specialised: bool) -> bool:

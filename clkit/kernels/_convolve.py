@@ -307,8 +307,10 @@ class Filter:
             require_fp64(self.func, rt.device, "a float64 image")
         prg, geometry = self._program(rt.device)
         work = out_rows * self.shape[1] * self.channels * self.taps(rt.device)
+        # Oclgrind cannot take a second thread's launches: its hot variants build in the call
         if self.acc(rt.device) != self.out or _tiers.use_specialised(
-                prg, rt.device, work=work, prime=functools.partial(self._prime, rt)):
+                prg, rt.device, work=work, prime=functools.partial(self._prime, rt),
+                in_background=not rt.device.simulator):
             return Specialised(prg, geometry)
         return Generic(self, geometry, rt, queue, border=list(MODES).index(self.mode))
 
