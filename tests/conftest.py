@@ -7,15 +7,20 @@ With no device at all the run stops with an error rather than skipping.
 """
 
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import clkit
-from clkit import _transfer
-from clkit._devices import select_many
+# The helpers every suite imports (_reference, _cli, ...) are in tests/helpers.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
-from _reference import skip_on_simulator
+import clkit  # noqa: E402
+from clkit import _transfer  # noqa: E402
+from clkit._devices import select_many  # noqa: E402
+
+from _reference import skip_on_simulator  # noqa: E402
 
 
 def _test_devices():

@@ -22,7 +22,7 @@ import clkit
 from clkit import _tiers, _trace
 from clkit.kernels import gaussian_blur, vector_add
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TWICE = "__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2.0f; }"
 SMALL_ARGUMENT = 1024  # masks and tables a library kernel takes as numpy arguments are smaller
 

@@ -33,7 +33,7 @@ from clkit import _build, _launch, _runtime, _transfer
 from clkit._errors import DeviceRef, DriverError
 from clkit.kernels import convolve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FILL = "__kernel void fill(__global float* x, const float v) { x[get_global_id(0)] = v; }"
 MASK = np.array([[1, 2, 0], [0.5, 1, -1], [3, 0, 1]], np.float32)
 

@@ -1,6 +1,6 @@
 """Every library kernel on the Oclgrind simulator, with its checks on: the cases and their runner.
 
-``test_oclgrind.py`` runs ``python tests/_oclgrind_cases.py GROUP`` in a child
+``test_oclgrind.py`` runs ``python tests/helpers/_oclgrind_cases.py GROUP`` in a child
 process whose environment turns Oclgrind's memory, race, uninitialised-value
 and API checks on (Oclgrind reads them once, when its driver loads, so they
 cannot be switched on inside the test process).  The child runs every case of
@@ -35,7 +35,7 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]
+sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # the repository, the helpers
 
 import numpy as np  # noqa: E402
 

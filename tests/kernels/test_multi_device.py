@@ -9,6 +9,7 @@ Oclgrind simulator as a second implementation, on small inputs.
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,7 +162,7 @@ def test_two_pocl_devices():
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "-k", "not two_pocl", os.path.abspath(__file__)],
                          capture_output=True, text=True, env=env,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         cwd=Path(__file__).resolve().parents[2],
                          timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1]

@@ -316,7 +316,7 @@ def assert_counts_equal(got, expected, what="counts"):
     The kernel does each operation of the reference in the same order, as one
     correctly rounded IEEE operation, with contraction into fma switched off:
     CPU drivers and the simulator agree on every pixel (0 of 1,081,556 differ
-    over tests/test_kernels_mandelbrot.py's cases, PoCL 3.1 and Oclgrind 21.10),
+    over tests/kernels/test_mandelbrot.py's cases, PoCL 3.1 and Oclgrind 21.10),
     so no pixel, not even on the chaotic boundary, is allowed to differ.
     """
     got, expected = np.asarray(got), np.asarray(expected)

@@ -28,8 +28,7 @@ import clkit
 import clkit.kernels as ck
 from _reference import SAXPY, mandelbrot_reference, pinhole_reference
 
-pytestmark = pytest.mark.reliability
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 def run_threads(count, work):
     """Run ``work(index)`` on ``count`` threads started together; return their exceptions."""
@@ -175,8 +174,9 @@ def test_eight_threads_on_two_devices():
         pytest.skip("needs two OpenCL devices, or PoCL to make two")
     kind = "pthread" if pocl[0].driver.split(".")[0] in ("1", "2", "3") else "cpu"
     env = dict(os.environ, POCL_DEVICES=f"{kind} {kind}", CLKIT_VISIBLE_DEVICES="pocl")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(REPO / "tests"),
-                                                      env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [
+        str(REPO), str(REPO / "tests" / "reliability"), str(REPO / "tests" / "helpers"),
+        env.get("PYTHONPATH")]))
     for name in ("CLKIT_DEVICE", "CLKIT_TEST_DEVICES"):
         env.pop(name, None)
     code = "import test_concurrency as t; print(t.threads_on_both_devices_of_a_pair())"

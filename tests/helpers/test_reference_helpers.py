@@ -1,4 +1,4 @@
-"""The comparison helpers of tests/_reference.py, which hundreds of kernel tests rely on.
+"""The comparison helpers of tests/helpers/_reference.py, which hundreds of kernel tests rely on.
 
 A helper that lets a wrong value through makes every test that uses it blind, so each
 way a result can be wrong is checked to fail here: a wrong infinity, a number for an

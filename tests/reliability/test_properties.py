@@ -12,7 +12,7 @@ ones each run; a failure prints the falsifying example.
 
 Build options (dtype, channels, mask size, border mode) are drawn from fixed lists of
 combinations, each compiled once, rather than freely: every new combination is a new program
-to compile, and the combinations themselves are covered one by one in ``test_kernels_*.py``.
+to compile, and the combinations themselves are covered one by one in ``tests/kernels/``.
 Everything else (sizes, values, mask weights, cval, sigma within a mask size, windows,
 intrinsics) is drawn freely.
 """
@@ -30,7 +30,6 @@ import clkit.kernels as ck
 from _reference import (assert_close_scaled, assert_counts_equal, filter_ulps,
                         gray_uint8_reference, mandelbrot_reference, pinhole_reference, result_dtype)
 
-pytestmark = pytest.mark.reliability
 SCALE = float(os.environ.get("CLKIT_FUZZ_EXAMPLES", "1"))
 RANDOM = os.environ.get("CLKIT_FUZZ_RANDOM", "") == "1"
 MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
@@ -248,7 +247,7 @@ def test_convolve_equals_scipy(device):
 def test_zero_weights_leave_non_finite_pixels_out_as_scipy_does(device, mask):
     """scipy.ndimage.convolve uses only the weights with |w| > DBL_EPSILON: a NaN or an
     infinity under a zero weight does not reach the result, nor clkit's (the two-pass path
-    for both masks here; test_kernels_convolve.py covers the others)."""
+    for both masks here; tests/kernels/test_convolve.py covers the others)."""
     image = np.zeros((5, 6), np.float32)
     image[2, 2] = np.nan
     image[1, 4] = np.inf

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import clkit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_installed_copy_finds_its_kernels(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 import clkit
 from clkit import _devices, _icd
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_clkit(*args, env=None, **kw):

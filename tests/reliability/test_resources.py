@@ -23,7 +23,6 @@ SAXPY = """
 __kernel void saxpy(const float a, __global const float* x, __global float* y)
 { size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }
 """
-pytestmark = pytest.mark.reliability
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 

@@ -11,7 +11,7 @@ import pytest
 from _reference import assert_counts_equal, mandelbrot_reference
 from clkit import kernels
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -36,7 +36,7 @@ def run_mpi(n, *args, timeout=300):
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_every_function_equals_one_process(ranks):
-    run = run_mpi(ranks, os.path.join(HERE, "mpi", "check_functions.py"))
+    run = run_mpi(ranks, os.path.join(HERE, "check_functions.py"))
     assert run.returncode == 0, run.stdout + run.stderr
     for name in ("convolve", "convolve-tiny", "gaussian_blur", "grayscale", "mandelbrot",
                  "vector_add"):

@@ -24,9 +24,8 @@ import pytest
 import _oclgrind_cases as cases
 from clkit import _oclgrind
 
-pytestmark = pytest.mark.reliability
-REPO = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
+HELPERS = REPO / "tests" / "helpers"
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +58,7 @@ def group_records(simulator, tmp_path_factory):
             # CLKIT_DEBUG: Oclgrind compiles from source, to quote source lines in its reports
             env = child_env(cases.GROUPS[group], CLKIT_OCLGRIND_STDERR=str(log),
                             CLKIT_DEBUG="oclgrind")
-            proc = subprocess.run([sys.executable, str(HERE / "_oclgrind_cases.py"), group],
+            proc = subprocess.run([sys.executable, str(HELPERS / "_oclgrind_cases.py"), group],
                                   capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
             found = {}
             for line in proc.stdout.splitlines():

@@ -2,8 +2,8 @@
 wrong, and never a bare pyopencl error, a crash or a hang.  Inputs that are unusual but valid
 (views with any strides, empty arrays, sigma 0, offsets into device buffers) must work.
 
-The mistakes already checked next to each function (``test_kernels_*.py``, ``test_launch.py``,
-``test_devices.py``) are not repeated here; this fills the gaps between them.
+The mistakes already checked next to each function (``tests/kernels/``, ``tests/core/``:
+``test_launch.py``, ``test_devices.py``) are not repeated here; this fills the gaps between them.
 """
 
 import contextlib

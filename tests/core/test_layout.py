@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "clkit"
+PACKAGE = Path(__file__).resolve().parents[2] / "clkit"
 KERNELS_CL = PACKAGE.parent / "kernels_cl"
 
 # (layer, the modules or packages in it), bottom first. A package name stands for all its
@@ -57,7 +57,7 @@ def layer_of(module: str) -> int:
 
 
 def imports(module: str) -> set:
-    """The clkit modules that ``module`` imports (the module itself for ``from pkg import mod``)."""
+    """The clkit modules ``module`` imports (the module itself for ``from pkg import mod``)."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()

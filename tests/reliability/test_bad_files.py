@@ -1,7 +1,7 @@
 """The ``clkit`` command on bad files: one line on stderr, exit status 2, and no output left behind.
 
-``test_cli_images.py`` covers a missing input, a few corrupt PNGs, 8-bit and colour depth maps
-and a missing output folder; this covers the rest: inputs that cannot be read (folders, symlink
+``tests/cli/test_images.py`` covers a missing input, a few corrupt PNGs, 8-bit and colour depth
+maps and a missing output folder; this covers the rest: inputs that cannot be read (folders, symlink
 loops, FIFOs, paths through a file), every image format truncated or corrupt, ``.npy`` files
 that are not arrays of numbers, masks that are not masks, depth maps of the wrong type, and
 outputs that cannot be written, including a write that fails half-way (a disk that fills up).
