@@ -158,6 +158,8 @@ def _compile(source: Source, options: tuple, device: Device) -> Built:
     return Built(prg, device, signatures, log, "compiled", time.perf_counter() - start)
 
 
+# A compiler's count of its messages, all a library build may print ("12 warnings generated.").
+_COUNTS = re.compile(r"\d+ (warning|error)s?( and \d+ (warning|error)s?)? generated\.")
 _held_lock = threading.Lock()
 _held_depth = 0
 _held_saved = -1
@@ -170,9 +172,10 @@ def _driver_output_held(held: list):
 
     PoCL's compiler prints its count of warnings ("12 warnings generated.") straight to the
     process's stderr, below Python, while the warnings themselves go to the build log; a
-    library build must not print.  The held text joins the build's log (``held``), and a
-    failed build writes it out.  Builds in several threads share one redirection; writes of
-    other threads in that time are held alike.
+    library build must not print.  The held text joins the build's log (``held``); then all
+    of it but those counts is written out (all of it after a failed build), since builds in
+    several threads, background builds included, share one redirection, and whatever other
+    threads write in that time is held alike and must not be lost.
     """
     global _held_depth, _held_saved, _held_file
     with _held_lock:
@@ -199,8 +202,11 @@ def _driver_output_held(held: list):
                 file.close()
                 if text:
                     held.append(text)
-                    if failed:
-                        sys.stderr.write(text + "\n")
+                    rest = text if failed else "\n".join(
+                        line for line in text.splitlines() if not _COUNTS.fullmatch(line.strip()))
+                    if rest.strip():
+                        sys.stderr.write(rest + "\n")
+                        sys.stderr.flush()
 
 
 def _sigxfsz_ignored_again() -> None:

@@ -59,3 +59,16 @@ def test_library_builds_print_nothing_with_empty_driver_caches(tmp_path):
                           text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
     assert proc.stderr == ""
+
+
+def test_only_the_compilers_counts_are_kept_from_stderr_while_a_library_program_builds(capfd):
+    # The redirection is process-wide: what other threads write meanwhile (a background build
+    # runs beside the caller) comes out afterwards; the counts stay in the build's log.
+    from clkit import _build
+    held = []
+    with _build._driver_output_held(held):
+        os.write(2, b"12 warnings generated.\nanother thread's line\n1 warning and 2 errors "
+                    b"generated.\n")
+    err = capfd.readouterr().err
+    assert err == "another thread's line\n"
+    assert "12 warnings generated." in held[0] and "another thread's line" in held[0]
