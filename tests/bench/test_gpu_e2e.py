@@ -1,19 +1,17 @@
 """benchmarks/gpu_e2e.py runs end to end at a small size on any device and writes its report."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _cli import REPO
 
 
 def test_gpu_e2e_writes_every_figure(device, tmp_path):
     if device.simulator:
         pytest.skip("a benchmark on the simulator measures nothing")
-    subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu_e2e.py"), str(tmp_path),
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_e2e.py"), str(tmp_path),
                     "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2"],
                    check=True, capture_output=True, text=True, timeout=300)
     res = json.loads((tmp_path / "gpu_e2e.json").read_text())
