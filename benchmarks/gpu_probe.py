@@ -22,7 +22,7 @@ import clkit
 from clkit import _transfer
 from clkit import kernels as ck
 from clkit._launch import recording
-from clkit.kernels import _convolve
+from clkit.kernels import _conv_geometry
 from scale import median_ms  # benchmarks/ is the script's folder, first on sys.path
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
@@ -96,8 +96,8 @@ res["mandel_ms"] = kernel_ms(lambda: ck.mandelbrot(1920, 1080, out=clkit.empty((
                                                                                device=dev)))
 
 # The GPU convolution tile, swept: each tile for every mask, then the shipped choice by mask
-# (_convolve._gpu_tile). Kernel ms of 3x3, 5x5, 7x7, 9x9, 15x15 and Gaussian sigma 2.
-shipped = _convolve._gpu_tile
+# (_conv_geometry.gpu_tile). Kernel ms of 3x3, 5x5, 7x7, 9x9, 15x15 and Gaussian sigma 2.
+shipped = _conv_geometry.gpu_tile
 sweep_masks = [rng.random((k, k)).astype(np.float32) for k in (3, 5, 7, 9, 15)]
 m5 = sweep_masks[1]
 
@@ -109,9 +109,9 @@ def sweep_row():
 
 sweep = {}
 for tile in ((32, 4, 4, 4), (32, 4, 8, 4), (32, 4, 4, 6), (32, 8, 4, 4)):
-    _convolve._gpu_tile = lambda kh, kw, separable, tile=tile: tile
+    _conv_geometry.gpu_tile = lambda kh, kw, separable, tile=tile: tile
     sweep[str(tile)] = sweep_row()
-_convolve._gpu_tile = shipped
+_conv_geometry.gpu_tile = shipped
 sweep["shipped"] = sweep_row()
 res["conv_tile_sweep_ms_3_5_7_9_15_gauss2"] = sweep
 

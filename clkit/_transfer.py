@@ -1,8 +1,10 @@
-"""Moving numpy data to and from a device.
+"""Moving numpy data to and from a device: :func:`upload` and :func:`download`.
 
-Devices that share memory with the host (CPU drivers) read and write numpy
-memory in place (``USE_HOST_PTR`` buffers, see :mod:`clkit.kernels._common`).
-For the others (GPUs), a copy from ordinary (pageable) host memory is slow:
+Every transfer the kernel library makes goes through this pair (and is
+traced there).  Devices that share memory with the host (CPU drivers) read
+and write numpy memory in place (``USE_HOST_PTR`` buffers): an upload wraps
+the array, a download maps the buffer.  For the others (GPUs), a copy from
+ordinary (pageable) host memory is slow:
 the driver stages it through pinned memory one piece at a time.  clkit does
 the staging itself: the data goes through a few pinned buffers (allocated
 with ``ALLOC_HOST_PTR`` and kept mapped), in chunks, so that the host copies
@@ -13,15 +15,17 @@ skip the staging: the DMA engine reads and writes them directly.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 
 from . import _trace
-from ._array import _size
+from ._array import _size, check_alloc
 from ._pinned import pinned_context
 from ._runtime import driver_error
 
@@ -32,6 +36,10 @@ CHUNK = int(os.environ.get("CLKIT_STAGING_CHUNK", 64 << 20))
 SLOTS = int(os.environ.get("CLKIT_STAGING_SLOTS", 2))
 THREADS = int(os.environ.get("CLKIT_STAGING_THREADS", min(8, os.cpu_count() or 1)))
 SMALL = 1 << 20  # below this, one plain copy is quicker than the pipeline
+# Library kernels read their inputs with loads of up to 16 bytes that assume the alignment of
+# the loaded type; buffers the driver allocates are aligned far more than that.
+INPUT_ALIGN = 16
+OUTPUT_ALIGN = 128
 # A transfer shorter than PIECES chunks goes in PIECES smaller ones (at least MIN_CHUNK), so
 # that the host copies one while the device moves another: a 33 MB result in one chunk would
 # wait for the whole DMA before its copy could start.
@@ -156,38 +164,112 @@ def staging(rt, queue) -> Staging:
     return found[1]
 
 
-def upload(rt, queue, dst: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
-    """Copy ``host`` into device buffer ``dst``; returns once enqueued (``host`` may be reused).
+def aligned_empty(shape, dtype, align: int = OUTPUT_ALIGN) -> np.ndarray:
+    """An uninitialised numpy array whose data starts on an ``align``-byte boundary."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    try:
+        raw = np.empty(nbytes + align, np.uint8)
+    except MemoryError:
+        raise MemoryError(f"a result of shape {tuple(shape)} and dtype {dtype} needs "
+                          f"{_size(nbytes)} of host memory, more than this machine can "
+                          "allocate") from None
+    start = -raw.ctypes.data % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
-    Pinned memory of this device goes by DMA, the copy ordered by ``queue``
-    (``host`` must stay unchanged until the queue's work has finished);
-    other large arrays are staged through pinned memory.
+
+def _copy_traced(queue, dst, src, direction, nbytes, blocking, **offsets):
+    t0 = _trace.active and _trace.clock()
+    event = cl.enqueue_copy(queue, dst, src, is_blocking=blocking, **offsets)
+    if t0:
+        _trace.transfer(t0, direction, event, queue, nbytes, blocking=blocking)
+    return event
+
+
+def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALIGN):
+    """A device array with ``host``'s data (``out`` when given, else a new one).
+
+    Without ``out``, on devices that share memory with the host (CPU drivers)
+    the buffer wraps the numpy memory itself (``USE_HOST_PTR``: no copy) when
+    it is aligned to ``align`` bytes (what the kernel's widest load assumes;
+    otherwise it is copied to aligned memory first), so ``host`` must stay
+    alive and unchanged until the work reading it has finished.  Elsewhere
+    the data is copied, staged through pinned memory when large; the call
+    returns once the copy is enqueued and ``host`` may be reused, except
+    pinned memory of this device, which goes by DMA in the queue's order
+    (``host`` must stay unchanged until the queue's work has finished).
     """
-    pinned = _pinned_here(rt, host)
-    try:
-        if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy (plain on a CPU)
-            t0 = _trace.active and _trace.clock()
-            event = cl.enqueue_copy(queue, dst, host, dst_offset=offset, is_blocking=not pinned)
-            if t0:
-                _trace.transfer(t0, "h2d", event, queue, host.nbytes, blocking=not pinned)
-        else:
-            staging(rt, queue).upload(queue, dst, host, offset)
-    except cl.Error as exc:
-        raise driver_error(exc, rt, f"copying {_size(host.nbytes)} to the device") from exc
+    queue = queue or rt.queue
+    host = np.ascontiguousarray(host)
+    if out is None:
+        check_alloc(rt, host.nbytes, "upload")
+        if host.nbytes and rt.device.unified_memory:
+            if host.ctypes.data % align:
+                copy = aligned_empty(host.shape, host.dtype)
+                copy[...] = host
+                host = copy
+            flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+            buf = cl.Buffer(rt.context, flags, hostbuf=host)
+            out = cl_array.Array(queue, host.shape, host.dtype, data=buf)
+            out.host_ref = host  # the buffer's memory
+            return out
+        out = cl_array.empty(queue, host.shape, host.dtype)
+    if host.nbytes:
+        pinned = _pinned_here(rt, host)
+        try:
+            if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy
+                _copy_traced(queue, out.base_data, host, "h2d", host.nbytes, not pinned,
+                             dst_offset=out.offset)
+            else:
+                staging(rt, queue).upload(queue, out.base_data, host, out.offset)
+        except cl.Error as exc:
+            raise driver_error(exc, rt, f"copying {_size(host.nbytes)} to the device") from exc
+    return out
 
 
-def download(rt, queue, src: cl.Buffer, host: np.ndarray, offset: int = 0) -> None:
-    """Copy device buffer ``src`` into ``host`` (blocking), by DMA when pinned, else staged."""
+def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
+    """``arr``'s data in ``host`` (a new array when None); returns once it is there.
+
+    ``arr`` may be a strided view of a device array (which pyopencl's own
+    copies refuse): the span of the buffer it covers comes home, and numpy
+    takes the view of it.  A buffer that wraps ``host`` (see :func:`upload`)
+    is mapped, which makes the device's writes visible without a copy.
+    """
+    if host is None:
+        host = np.empty(arr.shape, arr.dtype)
+    if arr.size == 0:
+        return host
+    queue = arr.queue
+    if getattr(arr, "host_ref", None) is host:
+        t0 = _trace.active and _trace.clock()
+        mapped, event = cl.enqueue_map_buffer(queue, arr.base_data, cl.map_flags.READ, 0,
+                                              (arr.nbytes,), np.uint8)
+        if t0:
+            _trace.transfer(t0, "d2h", event, queue, None, True, "d2h (map)")  # no copy
+        mapped.base.release(queue)
+        queue.finish()
+        return host
+    if not arr.flags.c_contiguous:
+        ends = [(n - 1) * s for n, s in zip(arr.shape, arr.strides)]
+        lo = arr.offset + sum(min(0, e) for e in ends)
+        hi = arr.offset + sum(max(0, e) for e in ends) + arr.dtype.itemsize
+        span = np.empty(hi - lo, np.uint8)
+        _copy_traced(queue, span, arr.base_data, "d2h", span.nbytes, True, src_offset=lo)
+        host[...] = np.ndarray(arr.shape, arr.dtype, buffer=span, offset=arr.offset - lo,
+                               strides=arr.strides)
+        return host
+    target = host if host.flags.c_contiguous else np.empty(arr.shape, arr.dtype)
     try:
-        if host.nbytes < SMALL or rt.device.unified_memory or _pinned_here(rt, host):
-            t0 = _trace.active and _trace.clock()
-            event = cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
-            if t0:
-                _trace.transfer(t0, "d2h", event, queue, host.nbytes, blocking=True)
+        if target.nbytes < SMALL or rt.device.unified_memory or _pinned_here(rt, target):
+            _copy_traced(queue, target, arr.base_data, "d2h", target.nbytes, True,
+                         src_offset=arr.offset)
         else:
-            staging(rt, queue).download(queue, src, host, offset)
+            staging(rt, queue).download(queue, arr.base_data, target, arr.offset)
     except cl.Error as exc:
-        raise driver_error(exc, rt, f"copying {_size(host.nbytes)} from the device") from exc
+        raise driver_error(exc, rt, f"copying {_size(target.nbytes)} from the device") from exc
+    if target is not host:
+        host[...] = target
+    return host
 
 
 def _pinned_here(rt, host: np.ndarray) -> bool:

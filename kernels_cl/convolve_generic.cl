@@ -1,15 +1,15 @@
 /*
  * convolve_generic.cl: the generic tier of clkit.kernels.convolve and gaussian_blur.
  *
- * It computes what convolution.cl computes (the same correlation of a band of output rows read
- * through rowmap, the same two separable passes; see there), but every choice convolution.cl
+ * It computes what convolution_cpu.cl computes (the same correlation of a band of output rows read
+ * through rowmap, the same two separable passes; see there), but every choice convolution_cpu.cl
  * bakes in at build time is a run-time argument here: mask size (kh, kw), anchor, channels,
  * border mode, whether taps of weight 0 are left out, and the run geometry. One build per
  * accumulation type (ACC_T, float or double) therefore serves every mask, mode, sigma and image
  * dtype, so a call that needs a variant not yet compiled answers at once with this build while
  * the specialised one compiles in the background (clkit/_tiers.py).
  *
- * Images of other types are first converted to ACC_T, as convolution.cl converts on every
+ * Images of other types are first converted to ACC_T, as convolution_cpu.cl converts on every
  * load (numpy on the host, or to_acc, which -D CONVERT builds alone, for device arrays), so the
  * one filter kernel reads ACC_T only and one build covers every dtype: the fewer kernels, the
  * faster the build (PoCL spends a few hundred milliseconds on each).
@@ -254,8 +254,8 @@ CLK_INLINE void correlate(__global const ACC_T* src, __global const int* rowmap,
 }
 
 /*
- * The one filter kernel, for the three passes of convolution.cl (vectorised by hand: the hint
- * keeps a work-group vectoriser from widening it again, as in convolution.cl):
+ * The one filter kernel, for the three passes of convolution_cpu.cl (vectorised by hand: the hint
+ * keeps a work-group vectoriser from widening it again, as in convolution_cpu.cl):
  *   convolve_2d    kh x kw mask, rows through rowmap (by_rowmap = 1);
  *   convolve_rows  kh = 1, output row r from src row r (by_rowmap = 0; rowmap is not read);
  *   convolve_cols  kw = 1, anchor_x = 0, rows of tmp through rowmap, unroll_taps >= kh: a

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._devices import select
-from ..kernels._convolve import IMAGE_DTYPES, MODES
+from ..kernels._border import MODES
+from ..kernels._filter import IMAGE_DTYPES
 from . import _types
 from ._command import Command
 

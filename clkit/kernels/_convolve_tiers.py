@@ -1,9 +1,9 @@
 """The two tiers of the convolution kernels: how a filter's passes are launched.
 
-``Specialised`` runs the build of convolution.cl made for one mask size, mode,
+``Specialised`` runs the build of convolution_cpu.cl or convolution_gpu.cl made for one mask size, mode,
 dtype and geometry; ``Generic`` runs convolve_generic.cl, one build per device
 and accumulation type that takes all of those as arguments and reproduces the
-specialised build's sums.  ``Filter.passes`` (in ``_convolve``) picks one per
+specialised build's sums.  ``Filter.plan`` (in ``_filter``) picks one per
 launch through :mod:`clkit._tiers`.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pyopencl.array as cl_array
 
-from ._common import program, round_up
+from ._dispatch import program, round_up
 
 
 class Specialised:
-    """The passes of a filter through its specialised build (convolution.cl)."""
+    """The passes of a filter through its specialised build (convolution_cpu.cl, convolution_gpu.cl)."""
 
     def __init__(self, prg, geometry):
         self.prg, self.geometry = prg, geometry
@@ -45,7 +45,7 @@ class Specialised:
                                global_size=g, local_size=l, **call)
 
 
-#: convolution.cl's MAX_UNROLL: its CPU variant unrolls the taps of 2-D masks up to this size,
+#: convolution_cpu.cl's MAX_UNROLL: its CPU variant unrolls the taps of 2-D masks up to this size,
 #: which decides how it shares taps between its two accumulators.
 UNROLL_TAPS = 256
 #: convolve_generic.cl's CHUNK: vectors per work-item

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pyopencl.array as cl_array
 
+from .._devices import select_many
 from .._errors import ArgumentValueError
-from .._runtime import runtime
-from . import _bands
-from ._common import (CL_TYPES, aligned_empty, check_dtype, check_number, check_out, device_of,
-                      device_output, devices_of, download, is_device_array, is_multi, numpy_result,
-                      program, require_fp64, round_up)
+from ._checks import check_dtype, check_number, is_device_array, require_fp64
+from ._dispatch import CL_TYPES, Operation, home_device, is_multi, program, round_up, run, \
+    run_rows
 
 LOCAL = (16, 8)
 
@@ -20,45 +18,59 @@ def _step(lo, hi, num, t):
     return (t(hi) - t(lo)) / t(num - 1) if num > 1 else t(0)
 
 
-def launch_band(rt, dst, width, height, row0, rows, window, max_iter, dtype, queue=None):
-    """Enqueue rows ``row0 .. row0 + rows - 1`` of the image into ``dst`` (rows x width int32)."""
-    xmin, xmax, ymin, ymax = window
-    t = np.dtype(dtype).type
-    ppw = 1 if rt.device.type == "gpu" else 64 // np.dtype(dtype).itemsize
-    prg = program("mandelbrot", T=CL_TYPES[np.dtype(dtype)], PPW=ppw)
-    gsize = (round_up(-(-width // ppw), LOCAL[0]), round_up(rows, LOCAL[1]))
-    prg.mandelbrot(dst, width, height, row0, rows, t(xmin), t(xmax), _step(xmin, xmax, width, t),
-                   t(ymin), t(ymax), _step(ymin, ymax, height, t), max_iter,
-                   global_size=gsize, local_size=LOCAL, device=rt.device, wait=False,
+class _Mandelbrot(Operation):
+    name = "mandelbrot"
+    dtype = np.dtype(np.int32)
+
+    def __init__(self, width, height, window, max_iter, precision):
+        self.shape = (height, width)
+        self.window = window
+        self.max_iter = max_iter
+        self.precision = precision
+        self.key = ("mandelbrot", width, height, window, max_iter, precision)
+
+    def probe_band(self, rows):
+        # the middle rows: the top and bottom ones escape at once
+        height = self.shape[0]
+        return (height - rows) // 2, (height - rows) // 2 + rows
+
+    def plan(self, rt, r0, r1):
+        height, width = self.shape
+        t = self.precision.type
+        if self.precision == np.float64:
+            require_fp64(self.name, rt.device, "dtype float64")
+        ppw = 1 if rt.device.type == "gpu" else 64 // self.precision.itemsize
+        kernel = program("mandelbrot", T=CL_TYPES[self.precision], PPW=ppw).mandelbrot
+        size = (round_up(-(-width // ppw), LOCAL[0]), round_up(r1 - r0, LOCAL[1]))
+        xmin, xmax, ymin, ymax = self.window
+        args = (width, height, r0, r1 - r0, t(xmin), t(xmax), _step(xmin, xmax, width, t),
+                t(ymin), t(ymax), _step(ymin, ymax, height, t), self.max_iter)
+        dev = rt.device
+
+        def launch(queue, srcs, dst):
+            kernel(dst, *args, global_size=size, local_size=LOCAL, device=dev, wait=False,
                    queue=queue)
+        return launch
 
 
 def mandelbrot_rows(width, height, r0, r1, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5,
                     max_iter=256, dtype=np.float32, device=None):
     """Rows ``r0 .. r1 - 1`` of :func:`mandelbrot`'s image, on one device (for MPI ranks)."""
-    width, height, window, max_iter, dtype = check_args(
-        "mandelbrot", width, height, (xmin, xmax, ymin, ymax), max_iter, dtype)
-    rt = runtime(device_of("mandelbrot", device, []))
-    if dtype == np.float64:
-        require_fp64("mandelbrot", rt.device, "dtype float64")
-    part = aligned_empty((r1 - r0, width), np.int32)
-    if part.size:
-        dst = device_output(rt, part, part.shape, np.int32)
-        launch_band(rt, dst, width, height, r0, r1 - r0, window, max_iter, dtype)
-        download(dst, part)
-    return part
+    args = check_args("mandelbrot", width, height, (xmin, xmax, ymin, ymax), max_iter, dtype)
+    return run_rows(_Mandelbrot(*args), [], r0, r1, home_device("mandelbrot", device, []))
 
 
-def check_args(func, width, height, window, max_iter, dtype):
-    width = check_number(func, "width", width, integer=True, positive=True)
-    height = check_number(func, "height", height, integer=True, positive=True)
-    max_iter = check_number(func, "max_iter", max_iter, integer=True)
+def check_args(name, width, height, window, max_iter, dtype):
+    """The checked (width, height, window, max_iter, dtype) of a mandelbrot call."""
+    width = check_number(name, "width", width, integer=True, positive=True)
+    height = check_number(name, "height", height, integer=True, positive=True)
+    max_iter = check_number(name, "max_iter", max_iter, integer=True)
     if not 1 <= max_iter < 2**31:
-        raise ArgumentValueError(f"{func}: max_iter must be at least 1 (and below 2**31), got "
+        raise ArgumentValueError(f"{name}: max_iter must be at least 1 (and below 2**31), got "
                                  f"{max_iter}")
     names = ("xmin", "xmax", "ymin", "ymax")
-    window = tuple(check_number(func, n, v) for n, v in zip(names, window))
-    dtype = check_dtype(func, "dtype", dtype, (np.float32, np.float64))
+    window = tuple(check_number(name, n, v) for n, v in zip(names, window))
+    dtype = check_dtype(name, "dtype", dtype, (np.float32, np.float64))
     return width, height, window, max_iter, dtype
 
 
@@ -99,45 +111,10 @@ def mandelbrot(width, height, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5, max_i
            [50, 50, 50, 50,  3],
            [ 1,  2,  2,  2,  2]], dtype=int32)
     """
-    func = "mandelbrot"
-    width, height, window, max_iter, dtype = check_args(
-        func, width, height, (xmin, xmax, ymin, ymax), max_iter, dtype)
-    shape = (height, width)
-    on_device = out is not None and is_device_array(out)
-    out = check_out(func, out, shape, np.int32, on_device)
-    devices = devices_of(device) if is_multi(device) else \
-        [device_of(func, device, [out] if on_device else [])]
-    if dtype == np.float64:
-        for dev in devices:
-            require_fp64(func, dev, "dtype float64")
-    args = (width, height, window, max_iter, dtype)
-    if on_device and len(devices) == 1:
-        rt = runtime(devices[0])
-        dst = out if out.offset == 0 and out.flags.c_contiguous else \
-            cl_array.empty(rt.queue, shape, np.int32)
-        launch_band(rt, dst, width, height, 0, height, window, max_iter, dtype)
-        if dst is not out:
-            out[...] = dst
-        return out
-    result = numpy_result(shape, np.int32, None, devices)
-
-    def band(rt, queue, r0, r1):
-        part = result[r0:r1]
-        dst = device_output(rt, part, part.shape, np.int32, queue)
-        launch_band(rt, dst, width, height, r0, r1 - r0, window, max_iter, dtype, queue)
-        download(dst, part)
-
-    def probe(dev):
-        rows = max(1, min(height, (1 << 20) // width))
-        band(runtime(dev), runtime(dev).queue, (height - rows) // 2, (height + rows) // 2 or 1)
-        return rows
-
-    plan = _bands.proportional(devices, height, (func,) + args, probe)
-    _bands.run(plan, band, lambda dev: _bands.tile_rows(dev, 4 * width))
-    if on_device:
-        out.set(result)
-        return out
-    if out is not None:
-        out[...] = result
-        return out
-    return result
+    name = "mandelbrot"
+    op = _Mandelbrot(*check_args(name, width, height, (xmin, xmax, ymin, ymax), max_iter,
+                                 dtype))
+    if op.precision == np.float64 and is_multi(device):
+        for dev in select_many(device):  # before any of them starts
+            require_fp64(name, dev, "dtype float64")
+    return run(op, [], out, device, on_device=is_device_array(out))

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from .._errors import ArgumentValueError
+from ._taps import gaussian_taps
 
 #: What a spec may be, for error messages and help texts.
 SPECS = "gaussian:SIGMA, box:N, sobel-x, sobel-y, sharpen or a FILE.npy"
@@ -39,10 +40,7 @@ def gaussian_mask(sigma: float) -> np.ndarray:
     >>> gaussian_mask(1.0).shape
     (9, 9)
     """
-    radius = int(4.0 * sigma + 0.5)
-    x = np.arange(-radius, radius + 1, dtype=np.float64)
-    g = np.exp(-0.5 * (x / sigma) ** 2)
-    g /= g.sum()
+    g = gaussian_taps(sigma)
     return np.outer(g, g)
 
 

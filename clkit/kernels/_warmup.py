@@ -9,7 +9,9 @@ import numpy as np
 from .. import _tiers
 from .._devices import select
 from .._errors import ArgumentTypeError, ArgumentValueError
-from ._convolve import IMAGE_DTYPES, MODES, convolve, gaussian_blur
+from ._border import MODES
+from ._convolve import convolve, gaussian_blur
+from ._filter import IMAGE_DTYPES
 
 
 def warmup(masks=(), sigmas=(), *, dtypes=("float32",), modes=("reflect",), channels=(1,),

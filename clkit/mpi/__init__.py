@@ -23,7 +23,8 @@ import numpy as np
 
 from .._devices import ranked
 from .._errors import ClkitError
-from ..kernels import _basic, _convolve, _mandelbrot
+from ..kernels import _dispatch, _elementwise, _grayscale, _mandelbrot
+from ..kernels._filter import Filter, loadable
 
 __all__ = ["RankError", "convolve", "gaussian_blur", "grayscale", "local_device", "mandelbrot",
            "vector_add"]
@@ -152,13 +153,13 @@ def grayscale(image, weights="bt601", comm=None, root=0):
     """
     def check():
         img = np.ascontiguousarray(image)
-        _basic.grayscale(img[:0], weights)  # the library's own checks, on no rows
+        _grayscale.grayscale(img[:0], weights)  # the library's own checks, on no rows
         return img
     img = _root_check(comm, root, check)
     height = img.shape[0] if img is not None else None
     return _run(comm, root, [img] if img is not None else [], height,
                 lambda r0, r1: np.arange(r0, r1),
-                lambda rows, r0, r1, dev: _basic.grayscale(rows[0], weights, device=dev))
+                lambda rows, r0, r1, dev: _grayscale.grayscale(rows[0], weights, device=dev))
 
 
 def vector_add(a, b, comm=None, root=0):
@@ -171,15 +172,15 @@ def vector_add(a, b, comm=None, root=0):
     """
     def check():
         x, y = np.asarray(a), np.asarray(b)
-        _basic.vector_add(x.reshape(-1)[:0], y.reshape(-1)[:0])
+        _elementwise.vector_add(x.reshape(-1)[:0], y.reshape(-1)[:0])
         if x.shape != y.shape:
-            _basic.vector_add(x, y)  # raises the library's message
+            _elementwise.vector_add(x, y)  # raises the library's message
         return x.reshape(-1), y.reshape(-1), x.shape
     checked = _root_check(comm, root, check)
     arrays, shape = (list(checked[:2]), checked[2]) if checked is not None else ([], None)
     result = _run(comm, root, arrays, arrays[0].size if arrays else None,
                   lambda r0, r1: np.arange(r0, r1),
-                  lambda rows, r0, r1, dev: _basic.vector_add(rows[0], rows[1], device=dev))
+                  lambda rows, r0, r1, dev: _elementwise.vector_add(rows[0], rows[1], device=dev))
     return result.reshape(shape) if result is not None else None
 
 
@@ -211,7 +212,7 @@ def convolve(image, mask, mode="reflect", cval=0.0, comm=None, root=0):
     >>> import numpy as np, clkit.mpi  # run under mpiexec
     >>> out = clkit.mpi.convolve(np.ones((64, 64), np.float32), np.ones((3, 3)))  # doctest: +SKIP
     """
-    return _filter(comm, root, image, lambda img: _convolve.Filter.for_mask(
+    return _filter(comm, root, image, lambda img: Filter.for_mask(
         "convolve", img, mask, mode, cval))
 
 
@@ -223,7 +224,7 @@ def gaussian_blur(image, sigma, mode="reflect", cval=0.0, truncate=4.0, comm=Non
     >>> import numpy as np, clkit.mpi  # run under mpiexec
     >>> out = clkit.mpi.gaussian_blur(np.ones((64, 64), np.float32), 2.0)  # doctest: +SKIP
     """
-    return _filter(comm, root, image, lambda img: _convolve.Filter.for_gaussian(
+    return _filter(comm, root, image, lambda img: Filter.for_gaussian(
         "gaussian_blur", img, sigma, mode, cval, truncate))
 
 
@@ -233,11 +234,11 @@ def _filter(comm, root, image, make):
 
     def check():
         img = np.ascontiguousarray(image)
-        return img, make(img)
+        return loadable(img), make(img)  # the filter of the image, the rows the kernels read
     checked = _root_check(comm, root, check)
     img, flt = checked if checked is not None else (None, None)
-    flt = comm.bcast(flt.without_image() if flt is not None else None, root=root)
+    flt = comm.bcast(flt, root=root)
     return _run(comm, root, [img] if img is not None else [],
                 img.shape[0] if img is not None else None,
-                flt.rows_needed,
-                lambda rows, r0, r1, dev: flt.band_from_rows(rows[0], r0, r1, dev))
+                lambda r0, r1: _dispatch.rows_needed(flt, r0, r1),
+                lambda rows, r0, r1, dev: _dispatch.run_rows(flt, rows, r0, r1, dev))

@@ -20,7 +20,8 @@ import pytest
 import clkit
 import clkit.kernels as ck
 from clkit import _build, _tiers
-from clkit.kernels._convolve import Filter, _geometry
+from clkit.kernels._conv_geometry import geometry as _geometry
+from clkit.kernels._filter import Filter
 from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
                         gaussian_radius, gaussian_reference, need_fp64, random_image,
                         result_dtype)

@@ -7,7 +7,7 @@ cannot be switched on inside the test process).  The child runs every case of
 the group on the Oclgrind device, one after the other in one OpenCL context, as
 a user's script makes its calls (each call's buffers land where earlier calls
 freed theirs, which is where the uninitialised-value check once went wrong,
-see clkit.kernels._common.scratch); each case checks its
+see clkit.kernels._memory.scratch); each case checks its
 result against an independent reference and waits for every queue, and the
 child then reads what Oclgrind wrote on stderr during that case.  It prints
 one JSON line per case: the case's name, seconds, the diagnostics, the other
@@ -394,8 +394,8 @@ GPU_CONVOLVE = [one(f"gpu-convolve[{mode}-{kind}]", mode, kind) for mode in MODE
 def _gpu_convolve(dev, mode, kind, shape=(13, 70)):
     """70 columns: two work-groups of 64 elements, one whose tile lies inside the row and one
     that folds; 35 rows: two work-groups of 32 rows."""
-    from clkit.kernels import _convolve
-    assert _convolve._geometry(dev, 5, 4, 1, 4, False).variant == "gpu"
+    from clkit.kernels import _conv_geometry
+    assert _conv_geometry.geometry(dev, 5, 4, 1, 4, False).variant == "gpu"
     convolve_case(dev, mode, kind, shape=shape)
 
 

@@ -248,7 +248,7 @@ def as_gpu(device):
 
 
 def zero_tap_case(device, rng, name, mode, cval, shape):
-    from clkit.kernels._convolve import Filter
+    from clkit.kernels._filter import Filter
     make, separable, large = ZERO_TAP_MASKS[name]
     if large:
         skip_on_simulator(device, f"the {name} mask")
@@ -551,10 +551,10 @@ def test_gaussian_wrong_arguments(device):
 @pytest.mark.parametrize("shape,mask_shape", [((37, 71), (5, 5)), ((9, 133, 3), (4, 7)),
                                               ((1, 1), (3, 3)), ((70, 5), (9, 2))])
 def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
-    from clkit.kernels import _convolve
+    from clkit.kernels import _conv_geometry
     image = rng.random(shape, dtype=np.float32)
     mask = rng.random(mask_shape)
-    assert _convolve._geometry(as_gpu, *mask_shape, 1, 4, False).variant == "gpu"
+    assert _conv_geometry.geometry(as_gpu, *mask_shape, 1, 4, False).variant == "gpu"
     got = ck.convolve(image, mask, mode=mode, cval=0.5, device=as_gpu)
     expected, scale = convolve_reference(image, mask, mode, 0.5)
     assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
@@ -574,12 +574,12 @@ def test_gpu_variant_zero_weights(as_gpu, rng, name, mode, cval):
 def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
     # With 12 KiB of local memory a 13-row mask is applied 6 rows at a time: the chunk's first
     # row is known only at run time, and so is which of its taps are used.
-    from clkit.kernels import _convolve
+    from clkit.kernels import _conv_geometry
     local_mem = as_gpu.local_mem
     object.__setattr__(as_gpu, "local_mem", 12 * 1024)
     try:
         mask = zero_rows_and_columns(rng, (13, 3), [0, 5, 6, 12], [1])
-        assert _convolve._geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
+        assert _conv_geometry.geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
         image = non_finite_image(rng, (sized(as_gpu, 9, 40), 70))
         for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),

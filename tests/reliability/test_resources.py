@@ -113,3 +113,65 @@ def test_device_arrays_are_freed_with_their_python_objects(device, live_buffers)
     after = footprint(live_buffers)
     assert after[2] <= before[2], f"{after[2] - before[2]} device buffers outlived their arrays"
     assert (after[0] - before[0]) / 2**20 < 40
+
+
+def test_ten_thousand_library_calls_with_fresh_results_stay_flat(device, live_buffers, rng):
+    """Every library function, numpy and device arrays in, no out=: memory stays within 5%.
+
+    Device memory is what the counted buffers and the library's pools hold; a result
+    that was never given back to the pool would show as a pool that keeps growing.
+    """
+    from clkit.kernels import _memory
+
+    rgb = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    image = rng.standard_normal((24, 32)).astype(np.float32)
+    depth = rng.integers(0, 3000, (24, 32)).astype(np.uint16)
+    on = {name: clkit.to_device(x, device=device)
+          for name, x in (("rgb", rgb), ("image", image), ("depth", depth))}
+    mask = np.ones((3, 3))
+
+    def calls(rgb, image, depth):
+        return [lambda: ck.vector_add(image, image, device=device),
+                lambda: ck.grayscale(rgb, device=device),
+                lambda: ck.convolve(image, mask, device=device),
+                lambda: ck.gaussian_blur(image, 1.0, device=device),
+                lambda: ck.depth_to_points(depth, 50.0, 50.0, 16.0, 12.0, rgb=rgb,
+                                           device=device)]
+
+    every = calls(rgb, image, depth) + calls(on["rgb"], on["image"], on["depth"]) + \
+        [lambda: ck.mandelbrot(32, 24, max_iter=20, device=device)]
+    first = []
+    for call in every:
+        got = call()
+        got = got if isinstance(got, tuple) else (got,)
+        first.append(tuple(g if isinstance(g, np.ndarray) else g.get() for g in got))
+
+    def device_bytes():
+        gc.collect()
+        pools = sum(p.managed_bytes for p in _memory._pools.values())
+        return pools + sum(b.size for b in list(live_buffers))
+
+    total = launches_for(device, 10_000, 600)
+    done = 0
+
+    def run(n):
+        nonlocal done
+        for i in range(n):
+            call = every[(done + i) % len(every)]
+            call()
+        done += n
+        clkit.runtime(device).queue.finish()
+
+    run(100)
+    host_before, device_before = resident_bytes(), device_bytes()
+    run(total - 100)
+    host_after, device_after = resident_bytes(), device_bytes()
+    for call, want in zip(every, first):  # still right at the end
+        got = call()
+        got = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g if isinstance(g, np.ndarray) else g.get(), w)
+    assert host_after <= host_before * 1.05, \
+        f"resident memory grew from {host_before / 2**20:.1f} to {host_after / 2**20:.1f} MB"
+    assert device_after <= max(device_before * 1.05, device_before + 4096), \
+        f"device memory grew from {device_before} to {device_after} bytes over {total} calls"

@@ -1,0 +1,142 @@
+"""Library call overhead: a clkit.kernels call against raw pyopencl running the same kernels.
+
+    python benchmarks/library_overhead.py [DEVICE] [--size 256] [--rounds 51] [--calls 100]
+
+For each library function, one call is made first with device arrays and
+``out=`` while every kernel launch it makes is recorded (kernel, arguments,
+work sizes).  The raw side replays those launches with plain pyopencl: the
+same built programs, fresh ``pyopencl.Kernel`` objects with their scalar
+types declared, and the library's buffers (masks, row maps, temporaries)
+already on the device, so it pays for the enqueues alone.  Each round times
+CALLS library calls, then CALLS raw replays, each loop followed by one
+``queue.finish()``; the medians over the rounds are compared, with the
+kernels' own event time beside them.  Interleaving keeps the two sides under
+the same load: on a shared CPU the time per call drifts by more than the
+difference measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+import clkit
+from clkit import kernels as ck
+from clkit._launch import Kernel, recording
+
+
+def cases(size: int, rng):
+    """(name, function, arrays for the device, further arguments) of each call measured."""
+    rgb = rng.integers(0, 256, (size, size, 3), np.uint8)
+    flat = rng.random((size, size), dtype=np.float32)
+    yield "vector_add", ck.vector_add, (flat, flat), ()
+    yield "grayscale", ck.grayscale, (rgb,), ()
+    for k in (3, 5, 9):  # the mask stays a numpy array, as users pass it
+        yield f"convolve {k}x{k}", ck.convolve, (flat,), (rng.random((k, k)).astype(np.float32),)
+    yield "gaussian_blur sigma 2", ck.gaussian_blur, (flat,), (2.0,)
+
+
+def capture(call):
+    """Run ``call()`` and return what each kernel launch it made was called with."""
+    seen = []
+    original = Kernel.__call__
+
+    def spy(self, *args, **kwargs):
+        seen.append((self, args, kwargs))
+        return original(self, *args, **kwargs)
+
+    Kernel.__call__ = spy
+    try:
+        call()
+    finally:
+        Kernel.__call__ = original
+    return seen
+
+
+def raw_replay(seen, rt):
+    """A function that enqueues the captured launches with plain pyopencl."""
+    launches = []
+    for knl, args, kwargs in seen:
+        dev = rt.device
+        params = knl.params(dev)
+        raw = cl.Kernel(knl.program.build(dev).program, knl.name)
+        raw.set_scalar_arg_dtypes([None if p.pointer or p.width != 1 else p.dtype
+                                   for p in params])
+        values = []
+        for p, a in zip(params, args):
+            if isinstance(a, cl_array.Array):
+                values.append(a.base_data)
+            elif isinstance(a, np.ndarray):  # pre-allocated once, as a raw program would
+                values.append(cl.Buffer(rt.context, cl.mem_flags.READ_WRITE |
+                                        cl.mem_flags.COPY_HOST_PTR, hostbuf=a))
+            else:
+                values.append(a)
+        gsize = kwargs["global_size"]
+        gsize = (gsize,) if isinstance(gsize, int) else tuple(gsize)
+        lsize = kwargs.get("local_size")
+        lsize = (lsize,) if isinstance(lsize, int) else lsize
+        launches.append((raw, kwargs.get("queue") or rt.queue, gsize, lsize, values))
+
+    def replay():
+        for raw, queue, gsize, lsize, values in launches:
+            raw(queue, gsize, lsize, *values)
+    return replay
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("device", nargs="?", default=None)
+    ap.add_argument("--size", type=int, default=256, help="image side in pixels (default 256)")
+    ap.add_argument("--rounds", type=int, default=51)
+    ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--only", default=None, help="run the cases whose name contains this")
+    opts = ap.parse_args(argv)
+    dev = clkit.select(opts.device)
+    rt = clkit.runtime(dev)
+    queue = rt.queue
+    rng = np.random.default_rng(0)
+
+    def per_call_us(fn):
+        t0 = time.perf_counter()
+        for _ in range(opts.calls):
+            fn()
+        queue.finish()
+        return (time.perf_counter() - t0) / opts.calls * 1e6
+
+    print(f"{dev}, {opts.size}x{opts.size}, {opts.rounds} rounds of {opts.calls} calls of each "
+          "side, interleaved; medians")
+    print(f"{'case':22} {'clkit us':>9} {'raw us':>9} {'kernels us':>10} {'ratio':>6}")
+    for name, fn, arrays, extra in cases(opts.size, rng):
+        if opts.only and opts.only not in name:
+            continue
+        args = [clkit.to_device(x, device=dev) for x in arrays] + list(extra)
+        out = fn(*args, device=dev)
+
+        def ours():
+            fn(*args, out=out, device=dev)
+
+        seen = capture(ours)
+        theirs = raw_replay(seen, rt)
+        with recording() as launches:
+            ours()
+        queue.finish()
+        kernel_us = sum(l.kernel_ms for l in launches) * 1e3
+        for _ in range(20):  # warm-up
+            ours(), theirs()
+        queue.finish()
+        mine, raws = [], []
+        for _ in range(opts.rounds):
+            mine.append(per_call_us(ours))
+            raws.append(per_call_us(theirs))
+        m, r = np.median(mine), np.median(raws)
+        print(f"{name:22} {m:9.1f} {r:9.1f} {kernel_us:10.1f} {m / r:6.2f}")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

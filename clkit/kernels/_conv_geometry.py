@@ -1,0 +1,86 @@
+"""Which convolution variant runs on a device, and its work-group shape.
+
+Two variants of the convolution kernels, one file each over the shared
+``convolution.h``: local-memory tiles on GPUs (``convolution_gpu.cl``), SIMD
+runs of a row on CPUs and wherever the tile does not fit
+(``convolution_cpu.cl``).
+"""
+
+from __future__ import annotations
+
+
+class Geometry:
+    """Variant defines and launch sizes of the convolution kernels on one device."""
+
+    def __init__(self, variant, defines, **sizes):
+        self.variant = variant
+        self.defines = defines
+        self.__dict__.update(sizes)
+
+    def sizes(self, width: int, rows: int):
+        """(global, local) sizes for ``rows`` rows of ``width`` pixels."""
+        rowlen = width * self.channels
+        if self.variant == "cpu":
+            gx = -(-rowlen // (self.vw * self.nvec))
+            lx = min(4, gx)
+            return (-(-gx // lx) * lx, -(-rows // self.rows)), (lx, 1)
+        gx = -(-rowlen // (self.lx * self.px)) * self.lx
+        gy = -(-rows // (self.ly * self.py)) * self.ly
+        return (gx, gy), (self.lx, self.ly)
+
+
+GPU_TILE = (32, 4, 4, 4)
+
+
+def gpu_tile(kh, kw, separable) -> tuple:
+    """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
+
+    Chosen per mask from the tile sweep of ``benchmarks/gpu_probe.py`` on the H200
+    (docs/benchmarks.md, "The convolution tile"): wider rows of outputs up to 5x5,
+    six rows per work-item up to 9x9, taller work-groups for the two passes of a
+    separable mask; larger 2-D masks keep GPU_TILE (at 15x15 every tile swept
+    took 1.50-1.56 ms).
+    """
+    if separable:
+        return 32, 8, 4, 4
+    if max(kh, kw) <= 5:
+        return 32, 4, 8, 4
+    if max(kh, kw) <= 9:
+        return 32, 4, 4, 6
+    return GPU_TILE
+
+
+def cpu_vector_width(device, itemsize: int) -> int:
+    """Elements per vector (VW) of the CPU variant: the device's native SIMD width for the type.
+
+    float16 on a CPU without AVX-512 would take two registers, gain nothing, and make clang
+    warn at each builtin it passes through that its ABI changes.  A device that reports no
+    vector width (Oclgrind: 1) gets 64 bytes, the AVX-512 width.
+    """
+    cl_device = device.cl_device
+    native = (cl_device.native_vector_width_float if itemsize == 4
+              else cl_device.native_vector_width_double)
+    return native if native in (4, 8, 16) else 64 // itemsize
+
+
+def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
+    """The kernel variant for a device: local-memory tiles on GPUs, SIMD runs elsewhere.
+
+    CPU variant (PoCL-tuned): runs of VW * NVEC elements (VW: `cpu_vector_width`), ROWS rows per
+    work-item, NACC accumulators, work-groups of 4.  GPU variant: `gpu_tile`'s
+    work-groups and outputs per work-item, the mask rows in chunks that fit
+    the local memory.  A mask too wide for the tile falls back to GPU_TILE,
+    and one too wide for that to the CPU variant, which runs on GPUs too.
+    """
+    budget = min(device.local_mem, 48 * 1024) - 1024
+    tiles = dict.fromkeys([gpu_tile(kh, kw, separable), GPU_TILE]) if device.type == "gpu" else {}
+    for lx, ly, px, py in tiles:
+        tile_w = lx * px + (kw - 1) * channels
+        chunk = min(kh, budget // (itemsize * tile_w) - ly * py + 1)
+        if chunk >= 1 and ly * py * tile_w * itemsize <= budget:
+            return Geometry("gpu", dict(LX=lx, LY=ly, PX=px, PY=py, KH_CHUNK=chunk),
+                            channels=channels, lx=lx, ly=ly, px=px, py=py)
+    vw = cpu_vector_width(device, itemsize)
+    nvec = 2 if separable else 1
+    return Geometry("cpu", dict(VW=vw, NVEC=nvec, ROWS=4, NACC=2),
+                    channels=channels, vw=vw, nvec=nvec, rows=4)
