@@ -1,6 +1,6 @@
 """Library call overhead: a clkit.kernels call against raw pyopencl running the same kernels.
 
-    python benchmarks/library_overhead.py [DEVICE] [--size 256] [--rounds 51] [--calls 100]
+    python benchmarks/library_overhead.py [DEVICE] [--size 256|WxH] [--rounds 51] [--calls 100]
 
 For each library function, one call is made first with device arrays and
 ``out=`` while every kernel launch it makes is recorded (kernel, arguments,
@@ -30,10 +30,10 @@ from clkit import kernels as ck
 from clkit._launch import Kernel, recording
 
 
-def cases(size: int, rng):
+def cases(width: int, height: int, rng):
     """(name, function, arrays for the device, further arguments) of each call measured."""
-    rgb = rng.integers(0, 256, (size, size, 3), np.uint8)
-    flat = rng.random((size, size), dtype=np.float32)
+    rgb = rng.integers(0, 256, (height, width, 3), np.uint8)
+    flat = rng.random((height, width), dtype=np.float32)
     yield "vector_add", ck.vector_add, (flat, flat), ()
     yield "grayscale", ck.grayscale, (rgb,), ()
     for k in (3, 5, 9):  # the mask stays a numpy array, as users pass it
@@ -91,7 +91,8 @@ def raw_replay(seen, rt):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("device", nargs="?", default=None)
-    ap.add_argument("--size", type=int, default=256, help="image side in pixels (default 256)")
+    ap.add_argument("--size", default="256",
+                    help="image side in pixels, or WxH (default 256)")
     ap.add_argument("--rounds", type=int, default=51)
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--only", default=None, help="run the cases whose name contains this")
@@ -100,6 +101,8 @@ def main(argv=None):
     rt = clkit.runtime(dev)
     queue = rt.queue
     rng = np.random.default_rng(0)
+    width, _, height = opts.size.lower().partition("x")
+    width, height = int(width), int(height or width)
 
     def per_call_us(fn):
         t0 = time.perf_counter()
@@ -108,10 +111,11 @@ def main(argv=None):
         queue.finish()
         return (time.perf_counter() - t0) / opts.calls * 1e6
 
-    print(f"{dev}, {opts.size}x{opts.size}, {opts.rounds} rounds of {opts.calls} calls of each "
+    print(f"{dev}, {width}x{height}, {opts.rounds} rounds of {opts.calls} calls of each "
           "side, interleaved; medians")
-    print(f"{'case':22} {'clkit us':>9} {'raw us':>9} {'kernels us':>10} {'ratio':>6}")
-    for name, fn, arrays, extra in cases(opts.size, rng):
+    print(f"{'case':22} {'clkit us':>9} {'raw us':>9} {'kernels us':>10} {'clkit/raw':>9} "
+          f"{'clkit/kernels':>13}")
+    for name, fn, arrays, extra in cases(width, height, rng):
         if opts.only and opts.only not in name:
             continue
         args = [clkit.to_device(x, device=dev) for x in arrays] + list(extra)
@@ -134,7 +138,8 @@ def main(argv=None):
             mine.append(per_call_us(ours))
             raws.append(per_call_us(theirs))
         m, r = np.median(mine), np.median(raws)
-        print(f"{name:22} {m:9.1f} {r:9.1f} {kernel_us:10.1f} {m / r:6.2f}")
+        print(f"{name:22} {m:9.1f} {r:9.1f} {kernel_us:10.1f} {m / r:9.2f} "
+              f"{m / kernel_us:13.2f}")
         sys.stdout.flush()
 
 

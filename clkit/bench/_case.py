@@ -51,13 +51,19 @@ def torch_how(dev):
     return "cuda, cudnn.benchmark" if dev == "cuda" else dev
 
 
+#: Library calls per run of the ``clkit_call`` row: the call of the ``clkit_kernel`` row (device
+#: arrays, ``out=``) in a loop, the queue finished once after it, timed per call; beside the
+#: kernels' own time it shows what the host adds when a program calls the library repeatedly.
+CALLS = 20
+
+
 class Case:
     """One kernel at one size, with its baselines.
 
     A subclass sets the attributes and defines ``_inputs(rng)``, ``_serial()``
     (unless ``serial_key`` is None), one ``_b_<key>()`` per key of
     ``baseline_keys``, and either ``_kernel(device)`` and ``_e2e(device)``
-    (the calls of the ``clkit_kernel`` and ``clkit_e2e`` rows) or its own
+    (the calls of the ``clkit_kernel``, ``clkit_call`` and ``clkit_e2e`` rows) or its own
     :meth:`device_variants` with their keys in ``device_keys``.  Every
     variant's result is checked (:meth:`check`) against the ``reference``
     variant's; a case without a reference measures the machine, not a kernel.
@@ -69,7 +75,7 @@ class Case:
     count = 0
     serial_key: str | None = "serial"
     baseline_keys: tuple = ()
-    device_keys: tuple = ("clkit_kernel", "clkit_e2e")
+    device_keys: tuple = ("clkit_kernel", "clkit_call", "clkit_e2e")
     reference: str | None = "numpy"
     unit = "pixel"
     bytes_per_unit: float | None = None
@@ -124,8 +130,17 @@ class Case:
 
     def device_variants(self, device: Device) -> list:
         """The variants that run on one OpenCL device, in ``device_keys`` order."""
+        call = self._kernel(device)
+
+        def loop():
+            for _ in range(CALLS - 1):
+                call()
+            return call()
         return [Variant("clkit_kernel", "clkit kernel", self._kernel(device), clock="events",
                         sync=finisher(device), device=device),
+                Variant("clkit_call", "clkit call, device arrays", loop, sync=finisher(device),
+                        device=device, scale=1 / CALLS,
+                        note=f"{CALLS} calls in a loop, the queue finished after it; per call"),
                 Variant("clkit_e2e", "clkit e2e", self._e2e(device), device=device)]
 
     def variant(self, key: str, device: Device | None = None) -> Variant:

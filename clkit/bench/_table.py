@@ -109,6 +109,7 @@ def format_header(machine: dict, sizes) -> str:
                      f"{d['compute_units']} compute units)")
     if m.get("torch_device"):
         lines.append(f"torch runs on {m.get('cuda_device') or 'the CPU'}")
-    lines.append("clkit kernel: device arrays, sum of the kernels' profiling events; clkit e2e: "
-                 "numpy in and out, wall clock; medians after a warm-up")
+    lines.append("clkit kernel: device arrays, sum of the kernels' profiling events; clkit call: "
+                 "the same call in a loop, the queue finished after it, wall clock per call; "
+                 "clkit e2e: numpy in and out, wall clock; medians after a warm-up")
     return "\n".join(lines)

@@ -11,14 +11,14 @@ import math
 import numbers
 
 import numpy as np
-import pyopencl.array as cl_array
+from pyopencl.array import Array
 
 from .._devices import Device
 from .._errors import ArgumentTypeError, ArgumentValueError
 
 
 def is_device_array(x) -> bool:
-    return isinstance(x, cl_array.Array)
+    return isinstance(x, Array)
 
 
 def host_array(x, name: str, arg: str) -> np.ndarray:

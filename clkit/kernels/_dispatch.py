@@ -22,9 +22,11 @@ everything else:
 from __future__ import annotations
 
 import functools
+import os
 import threading
 
 import numpy as np
+from pyopencl.array import Array
 
 from .._devices import Device, select, select_many
 from .._errors import ArgumentValueError
@@ -68,6 +70,20 @@ def is_multi(device) -> bool:
         isinstance(device, (list, tuple))
 
 
+_default = (None, None)  # (the environment it was chosen in, the default device)
+
+
+def _default_device() -> Device:
+    """select(None), chosen again only when the environment that decides it changes."""
+    global _default
+    env = (os.environ.get("CLKIT_DEVICE"), os.environ.get("CLKIT_VISIBLE_DEVICES"))
+    chosen_in, dev = _default
+    if chosen_in != env or dev is None:
+        dev = select(None)
+        _default = (env, dev)
+    return dev
+
+
 def home_device(name: str, device, arrays) -> Device:
     """The one device to run on: ``device`` if given, else that of a device array, else the best.
 
@@ -75,16 +91,19 @@ def home_device(name: str, device, arrays) -> Device:
     """
     homes = []
     for a in arrays:
-        if is_device_array(a):
+        if isinstance(a, Array):
             rt = runtime_of_array(a)
             if rt is None:
                 raise ArgumentValueError(f"{name}: a device array was made in a pyopencl "
                                          "context that clkit did not create; make it with "
                                          "clkit.to_device")
             homes.append(rt.device)
-    chosen = select(device) if device is not None else (homes[0] if homes else select(None))
+    if device is not None:
+        chosen = select(device)
+    else:
+        chosen = homes[0] if homes else _default_device()
     for home in homes:
-        if home != chosen:
+        if home is not chosen and home != chosen:
             raise ArgumentValueError(f"{name}: a device array lives on {home}, but the work runs "
                                      f"on {chosen}; copy it with clkit.to_device(a.get(), "
                                      "device=...) or pass device= its device")
