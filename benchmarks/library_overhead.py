@@ -105,16 +105,20 @@ def main(argv=None):
     width, height = int(width), int(height or width)
 
     def per_call_us(fn):
-        t0 = time.perf_counter()
+        """(wall, host CPU of this thread) per call, in microseconds."""
+        c0, t0 = time.thread_time(), time.perf_counter()
         for _ in range(opts.calls):
             fn()
+        c1 = time.thread_time()
         queue.finish()
-        return (time.perf_counter() - t0) / opts.calls * 1e6
+        return ((time.perf_counter() - t0) / opts.calls * 1e6, (c1 - c0) / opts.calls * 1e6)
 
     print(f"{dev}, {width}x{height}, {opts.rounds} rounds of {opts.calls} calls of each "
           "side, interleaved; medians")
+    print("wall: per call, the queue finished after each loop; CPU: the calling thread's CPU "
+          "time per call (steadier than the wall clock under load)")
     print(f"{'case':22} {'clkit us':>9} {'raw us':>9} {'kernels us':>10} {'clkit/raw':>9} "
-          f"{'clkit/kernels':>13}")
+          f"{'clkit/kernels':>13} {'CPU clkit':>9} {'CPU raw':>8}")
     for name, fn, arrays, extra in cases(width, height, rng):
         if opts.only and opts.only not in name:
             continue
@@ -137,9 +141,9 @@ def main(argv=None):
         for _ in range(opts.rounds):
             mine.append(per_call_us(ours))
             raws.append(per_call_us(theirs))
-        m, r = np.median(mine), np.median(raws)
+        (m, mc), (r, rc) = np.median(mine, axis=0), np.median(raws, axis=0)
         print(f"{name:22} {m:9.1f} {r:9.1f} {kernel_us:10.1f} {m / r:9.2f} "
-              f"{m / kernel_us:13.2f}")
+              f"{m / kernel_us:13.2f} {mc:9.1f} {rc:8.1f}")
         sys.stdout.flush()
 
 
