@@ -43,8 +43,10 @@ class _Mandelbrot(Operation):
         kernel = program("mandelbrot", T=CL_TYPES[self.precision], PPW=ppw).mandelbrot
         size = (round_up(-(-width // ppw), LOCAL[0]), round_up(r1 - r0, LOCAL[1]))
         xmin, xmax, ymin, ymax = self.window
-        args = (width, height, r0, r1 - r0, t(xmin), t(xmax), _step(xmin, xmax, width, t),
-                t(ymin), t(ymax), _step(ymin, ymax, height, t), self.max_iter)
+        # Python numbers, rounded to the kernel's precision once, as the launch takes them
+        args = (width, height, r0, r1 - r0) + tuple(float(v) for v in (
+            t(xmin), t(xmax), _step(xmin, xmax, width, t), t(ymin), t(ymax),
+            _step(ymin, ymax, height, t))) + (self.max_iter,)
         dev = rt.device
 
         def launch(queue, srcs, dst):
