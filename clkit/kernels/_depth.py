@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _transfer
 from .._errors import ArgumentTypeError, ArgumentValueError
-from .._transfer import download
 from . import _memory
 from ._checks import array, check_dtype, check_ndim, check_number, is_device_array
 from ._dispatch import CL_TYPES, Operation, program, run
@@ -65,7 +65,7 @@ class _Points(Operation):
                 count_pass(depth, offsets, n, scale, global_size=blocks * wg, queue=queue,
                            **common)
                 scan(offsets, blocks, global_size=wg, queue=queue, **common)
-                count = int(download(rt, offsets[blocks:])[0])
+                count = int(_transfer.download(rt, offsets[blocks:])[0])
             points = _memory.empty(rt, (count, 3), np.float32, queue)
             colors = _memory.empty(rt, (count, 3), np.uint8, queue) if rgb else None
             if count:

@@ -28,12 +28,13 @@ import threading
 import numpy as np
 from pyopencl.array import Array
 
+from .. import _transfer
 from .._devices import Device, select, select_many
 from .._errors import ArgumentValueError
 from .._pinned import result_empty
 from .._program import Program, load
 from .._runtime import Runtime, runtime, runtime_of_array
-from .._transfer import INPUT_ALIGN, aligned_empty, download, upload
+from .._transfer import INPUT_ALIGN, aligned_empty
 from . import _bands, _memory
 from ._checks import check_out, check_same_kind, is_device_array
 
@@ -214,7 +215,7 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
     else:
         home = home_device(name, device, [])
         devices = [home]
-    hosts = [download(runtime_of_array(x), x) for x in inputs] if on_device else inputs
+    hosts = [_transfer.download(runtime_of_array(x), x) for x in inputs] if on_device else inputs
     if op.gathers:
         results = _run_gathering(op, hosts, devices, multi)
     else:
@@ -226,8 +227,8 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
         return results if op.gathers else results[0]
     rt = runtime(home)
     if op.gathers:
-        return tuple(upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype)) for r in results)
-    return upload(rt, result, out=out if out is not None else _memory.empty(rt, op.shape, op.dtype))
+        return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype)) for r in results)
+    return _transfer.upload(rt, result, out=out if out is not None else _memory.empty(rt, op.shape, op.dtype))
 
 
 def _numpy_result(op: Operation, devices) -> np.ndarray:
@@ -242,7 +243,7 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
     srcs = [_memory.contiguous_device(x) for x in inputs]
     if op.gathers:
         if op.shape[0] == 0:
-            return tuple(upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
+            return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
                          for r in op.empty())
         return _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, None)
     direct = out is not None and out.offset == 0
@@ -303,11 +304,11 @@ def _run_in_bands(op: Operation, hosts, result, devices, multi):
     def band(rt, queue, r0, r1):
         rows, launch = _plan(op, rt, r0, r1)
         # srcs may wrap host memory (no copy): they live until the band is home
-        srcs = [upload(rt, _take(x, rows), queue, align=op.align) for x in hosts]
+        srcs = [_transfer.upload(rt, _take(x, rows), queue, align=op.align) for x in hosts]
         part = result[r0:r1]
         dst = _memory.device_output(rt, part, part.shape, op.dtype, queue, align=op.align)
         launch(queue, srcs, dst)
-        download(rt, dst, part)
+        _transfer.download(rt, dst, part)
 
     row_bytes, halo_row = _sizes(op, hosts, result[:1].nbytes)
     whole = [x.nbytes for x in hosts] + [result.nbytes, op.scratch_row_bytes * op.shape[0]]
@@ -321,8 +322,8 @@ def _run_gathering(op: Operation, hosts, devices, multi) -> tuple:
 
     def band(rt, queue, r0, r1):
         rows, launch = _plan(op, rt, r0, r1)
-        srcs = [upload(rt, _take(x, rows), queue, align=op.align) for x in hosts]
-        pieces[r0] = tuple(download(rt, r) for r in launch(queue, srcs, None))
+        srcs = [_transfer.upload(rt, _take(x, rows), queue, align=op.align) for x in hosts]
+        pieces[r0] = tuple(_transfer.download(rt, r) for r in launch(queue, srcs, None))
 
     row_bytes, halo_row = _sizes(op, hosts, op.result_row_bytes)
     whole = [x.nbytes for x in hosts] + [op.result_row_bytes * op.shape[0]]
@@ -343,8 +344,8 @@ def run_rows(op: Operation, rows_data: list, r0: int, r1: int, device) -> np.nda
     part = aligned_empty((r1 - r0,) + tuple(op.shape[1:]), op.dtype)
     if part.size:
         _, launch = _plan(op, rt, r0, r1)
-        srcs = [upload(rt, x, align=op.align) for x in rows_data]
+        srcs = [_transfer.upload(rt, x, align=op.align) for x in rows_data]
         dst = _memory.device_output(rt, part, part.shape, op.dtype, align=op.align)
         launch(rt.queue, srcs, dst)
-        download(rt, dst, part)
+        _transfer.download(rt, dst, part)
     return part

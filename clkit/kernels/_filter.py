@@ -15,10 +15,9 @@ import threading
 import numpy as np
 import pyopencl.array as cl_array
 
-from .. import _tiers
+from .. import _tiers, _transfer
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._runtime import runtime_of_array
-from .._transfer import download, upload
 from . import _memory
 from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
@@ -140,7 +139,7 @@ class Filter(Operation):
         """The filter of ``scipy.ndimage.convolve(image, mask, mode, cval)``."""
         cval = cls._check_image(name, image, mode, cval)
         if is_device_array(mask):
-            mask = download(runtime_of_array(mask), mask)
+            mask = _transfer.download(runtime_of_array(mask), mask)
         m = host_array(mask, name, "mask")
         if m.ndim != 2 or m.size == 0:
             raise ArgumentValueError(f"{name}: mask must be a non-empty 2-D array; got shape "
@@ -339,7 +338,7 @@ class Filter(Operation):
                        self.anchor, self.factors, self.mode, self.cval, self.key[3],
                        self.skip_zero_taps)
         queue = rt.new_queue()
-        src = upload(rt, loadable(np.zeros(small.shape, self.image_dtype)), queue)
+        src = _transfer.upload(rt, loadable(np.zeros(small.shape, self.image_dtype)), queue)
         dst = cl_array.empty(queue, small.shape, self.dtype)
         small._passes(rt, 0, 4, Specialised(prg, shape))(queue, [src], dst)
         queue.finish()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _transfer
 from .._devices import select
 from .._runtime import runtime
-from .._transfer import download
 from . import _memory
 from ._dispatch import program, round_up
 
@@ -37,4 +37,4 @@ def hello(device=None) -> str:
     text = _memory.empty(rt, 13, np.int8)  # OpenCL char
     program("hello").hello(text, global_size=round_up(text.size, 16), local_size=16,
                            device=rt.device, wait=False)
-    return download(rt, text).tobytes().decode("ascii")
+    return _transfer.download(rt, text).tobytes().decode("ascii")

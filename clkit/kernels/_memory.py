@@ -24,10 +24,11 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
+from .. import _transfer
 from .._array import check_alloc
 from .._devices import select
 from .._runtime import Runtime, runtime_of_array
-from .._transfer import OUTPUT_ALIGN, download, upload
+from .._transfer import OUTPUT_ALIGN
 
 POOL_SHARE = 8
 
@@ -165,7 +166,7 @@ def contiguous_device(a: cl_array.Array) -> cl_array.Array:
     if a.flags.c_contiguous:
         return a.copy()
     rt = runtime_of_array(a)
-    return upload(rt, download(rt, a), a.queue, out=cl_array.empty(a.queue, a.shape, a.dtype))
+    return _transfer.upload(rt, _transfer.download(rt, a), a.queue, out=cl_array.empty(a.queue, a.shape, a.dtype))
 
 
 def fits(device, *nbytes) -> bool:
@@ -186,7 +187,9 @@ def constant(rt: Runtime, host: np.ndarray) -> cl_array.Array:
     key = (rt, host.tobytes(), host.dtype.str, host.shape)
     found = _constants.get(key)
     if found is None:
-        found = upload(rt, np.array(host))  # a copy of its own: the device may use it in place
+        # a copy of its own (the device may use it in place), on the runtime's own queue (not
+        # a lane's of clkit.map), where the launch takes device arrays as they are
+        found = _transfer.upload(rt, np.array(host), rt.own_queue)
         with _lock:
             _constants[key] = found
             while len(_constants) > MAX_CONSTANTS:
