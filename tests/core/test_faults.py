@@ -388,9 +388,9 @@ def test_a_copy_in_a_lost_context_says_so(device, monkeypatch, restore_runtimes)
     rt, _, x = used(device)
     fail_driver(monkeypatch, -9999, context_of(rt))
     host = np.zeros(16, np.float32)
-    exc = raised(_transfer.download, rt, rt.queue, x.base_data, host)
+    exc = raised(_transfer.download, rt, x, host)
     assert type(exc) is clkit.LaunchError and exc.context_lost and exc.code == -9999
     assert "copying 64 bytes from the device" in str(exc) and "context was lost" in str(exc)
-    exc = raised(_transfer.upload, rt, rt.queue, x.base_data, host)
+    exc = raised(_transfer.upload, rt, host, out=x)
     assert type(exc) is clkit.LaunchError and exc.context_lost
     assert "copying 64 bytes to the device" in str(exc) and "memory" not in str(exc)
