@@ -15,7 +15,7 @@ import sys
 import time
 
 import numpy as np
-import pyopencl as cl
+import pyopencl.array as cl_array
 import torch
 
 import clkit
@@ -118,10 +118,10 @@ res["conv_tile_sweep_ms_3_5_7_9_15_gauss2"] = sweep
 # numpy in, numpy out
 big = rng.random(1 << 28, dtype=np.float32)
 nb = big.nbytes
-dbuf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nb)
+darr = cl_array.empty(q, big.shape, big.dtype)
 back = np.empty_like(big)
-res["staged_h2d_GBs"] = nb / median_ms(lambda: (_transfer.upload(rt, q, dbuf, big), q.finish())) / 1e6
-res["staged_d2h_GBs"] = nb / median_ms(lambda: _transfer.download(rt, q, dbuf, back)) / 1e6
+res["staged_h2d_GBs"] = nb / median_ms(lambda: (_transfer.upload(rt, big, q, out=darr), q.finish())) / 1e6
+res["staged_d2h_GBs"] = nb / median_ms(lambda: _transfer.download(rt, darr, back)) / 1e6
 assert np.array_equal(back, big)
 tp = torch.from_numpy(big).pin_memory()
 td = torch.empty_like(tp, device="cuda")
