@@ -36,7 +36,7 @@ from .._program import Program, load
 from .._runtime import Runtime, runtime, runtime_of_array
 from .._transfer import INPUT_ALIGN, aligned_empty
 from . import _bands, _memory
-from ._checks import check_out, check_same_kind, is_device_array
+from ._checks import check_out, check_same_kind
 
 CL_TYPES = {
     np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar", np.dtype(np.int16): "short",
