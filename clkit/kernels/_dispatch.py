@@ -174,8 +174,8 @@ _plans_lock = threading.Lock()
 
 def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
     dev = rt.device
-    # the device's kind and local memory choose kernel variants (and tests change them)
-    key = (op.key, rt, dev.type, dev.local_mem, r0, r1)
+    # the device's kind, local memory and fp64 choose kernel variants (and tests change them)
+    key = (op.key, rt, dev.type, dev.local_mem, dev.fp64, r0, r1)
     found = _plans.get(key)
     if found is None:
         found = (op.rows(r0, r1), op.plan(rt, r0, r1))
