@@ -287,10 +287,20 @@ class Filter(Operation):
             return self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])], dst)
         return launch
 
-    def _passes(self, rt, r0, r1, passes):
-        """``launch(queue, srcs, dst)`` running the filter's passes through ``passes`` (a tier)."""
+    def _passes(self, rt, r0, r1, passes, private=None):
+        """``launch(queue, srcs, dst)`` running the filter's passes through ``passes`` (a tier).
+
+        Masks and the row map are the device's kept constants, or with ``private`` (a queue)
+        uploads of their own on that queue, for work on another thread (a background build's
+        first launch) that must not touch the runtime's queue.
+        """
+        def constant(host):
+            if private is None:
+                return _memory.constant(rt, host)
+            return _transfer.upload(rt, np.array(host), private)
+
         rows, rowmap = self._band(r0, r1)
-        rowmap = _memory.constant(rt, rowmap)
+        rowmap = constant(rowmap)
         out_rows = r1 - r0
         acc_dtype = self.acc(rt.device)
         acc = acc_dtype.type
@@ -299,13 +309,13 @@ class Filter(Operation):
         cval = float(acc(self.cval))
         common = dict(device=rt.device, wait=False)
         if not self.two_pass(rt.device):
-            mask = _memory.constant(rt, self.corr.astype(acc_dtype))
+            mask = constant(self.corr.astype(acc_dtype))
 
             def launch(queue, srcs, dst):
                 passes.direct(self, srcs[0], rowmap, mask, dst, out_rows, cval, queue=queue,
                               **common)
             return launch
-        col, row = (_memory.constant(rt, f.astype(acc_dtype)) for f in self.factors)
+        col, row = (constant(f.astype(acc_dtype)) for f in self.factors)
         n_src = rows.size
         tmp_bytes = n_src * self.shape[1] * self.channels * acc_dtype.itemsize
         # A row outside the image is all cval, which the row pass would have made the sum of
@@ -340,5 +350,5 @@ class Filter(Operation):
         queue = rt.new_queue()
         src = _transfer.upload(rt, loadable(np.zeros(small.shape, self.image_dtype)), queue)
         dst = cl_array.empty(queue, small.shape, self.dtype)
-        small._passes(rt, 0, 4, Specialised(prg, shape))(queue, [src], dst)
+        small._passes(rt, 0, 4, Specialised(prg, shape), private=queue)(queue, [src], dst)
         queue.finish()
