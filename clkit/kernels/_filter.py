@@ -279,9 +279,12 @@ class Filter(Operation):
         work = (r1 - r0) * self.shape[1] * self.channels * self.taps(device)
         prime = functools.partial(self._prime, rt)
         border = list(MODES).index(self.mode)
+        # Oclgrind cannot take a second thread's launches: its hot variants build in the call
+        background = not device.simulator
 
         def launch(queue, srcs, dst):
-            if must or _tiers.use_specialised(prg, device, work=work, prime=prime):
+            if must or _tiers.use_specialised(prg, device, work=work, prime=prime,
+                                              in_background=background):
                 return specialised(queue, srcs, dst)
             generic = Generic(self, shape, rt, queue, border=border)
             return self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])], dst)
