@@ -70,7 +70,7 @@ class Generic:
     def __init__(self, f, geometry, rt, queue, border: int):
         device = rt.device
         self.cpu = geometry.variant == "cpu"
-        vw = geometry.vw if self.cpu else (16 if f.out == np.float32 else 8)
+        vw = geometry.vw if self.cpu else (16 if f.dtype == np.float32 else 8)
         self.nvec = geometry.nvec if self.cpu else 1
         self.chunk = GENERIC_CHUNK * vw  # row elements per work-item
         # One work-group shape per device, so that drivers which compile a kernel per shape at
