@@ -280,10 +280,14 @@ def _bands_of(op: Operation, devices, multi, row_bytes, halo_row, band, whole_by
     """
     n = op.shape[0]
     nbytes = sum(whole_bytes)
-    # on a GPU, a large job goes in tiles over two queues, one tile's upload overlapping
-    # another's kernels and download
-    if not multi and _memory.fits(devices[0], *whole_bytes) and \
-            _bands.pipeline_rows(devices[0], n, nbytes) >= n:
+
+    def max_rows(dev):
+        # tiles small enough for the device; on a GPU, a large job goes in tiles over two
+        # queues, one tile's upload overlapping another's kernels and download
+        return min(_bands.tile_rows(dev, row_bytes, op.halo, halo_row, what=op.what),
+                   _bands.pipeline_rows(dev, n, nbytes))
+
+    if not multi and max_rows(devices[0]) >= n:
         rt = runtime(devices[0])
         band(rt, rt.queue, 0, n)
         return
@@ -295,9 +299,7 @@ def _bands_of(op: Operation, devices, multi, row_bytes, halo_row, band, whole_by
 
     plan = _bands.proportional(devices, n, op.speed_key, probe)
     measured()
-    _bands.run(plan, band, lambda dev: min(
-        _bands.tile_rows(dev, row_bytes, op.halo, halo_row, what=op.what),
-        _bands.pipeline_rows(dev, n, nbytes)))
+    _bands.run(plan, band, max_rows)
 
 
 def _run_in_bands(op: Operation, hosts, result, devices, multi):

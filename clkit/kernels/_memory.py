@@ -169,11 +169,6 @@ def contiguous_device(a: cl_array.Array) -> cl_array.Array:
     return _transfer.upload(rt, _transfer.download(rt, a), a.queue, out=cl_array.empty(a.queue, a.shape, a.dtype))
 
 
-def fits(device, *nbytes) -> bool:
-    """Whether buffers of these sizes can all be on the device at once."""
-    return max(nbytes, default=0) <= device.max_alloc and sum(nbytes) <= device.global_mem // 2
-
-
 _constants: dict = {}  # (runtime, bytes, dtype, shape) -> device array
 MAX_CONSTANTS = 256
 
