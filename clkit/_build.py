@@ -25,7 +25,7 @@ import pyopencl as cl
 from . import _cache, _oclgrind
 from ._devices import Device
 from ._errors import BuildError
-from ._runtime import on_loss, runtime
+from ._runtime import on_loss, runtime, simulator_in_use
 from ._signature import from_arg_info, query_arg_info
 from ._source import Source, library_dir
 
@@ -63,6 +63,10 @@ class Built:
 _lock = threading.Lock()
 _builds: dict = {}
 _building: dict = {}
+# Oclgrind compiles with a clang of its own, which crashes the process when another driver's
+# compiler runs in another thread at the same time: while a simulator is in use (its runtime
+# exists before any band or lane thread starts), builds take turns.
+_one_at_a_time = threading.Lock()
 
 
 def build(source: Source, options: tuple, device: Device) -> Built:
@@ -76,7 +80,8 @@ def build(source: Source, options: tuple, device: Device) -> Built:
     with lock:
         done = _builds.get(k)
         if done is None:
-            done = _compile(source, options, device)
+            with _one_at_a_time if simulator_in_use() else contextlib.nullcontext():
+                done = _compile(source, options, device)
             _builds[k] = Built(done.program, device, done.signatures, done.log, "memory", 0.0)
         return done
 

@@ -166,6 +166,11 @@ def _start(dev: Device) -> Runtime:
     return rt
 
 
+def simulator_in_use() -> bool:
+    """Whether this process has a runtime on the Oclgrind simulator."""
+    return any(rt.device.simulator for rt in list(_runtimes.values()))
+
+
 @contextlib.contextmanager
 def using_queue(rt: Runtime, queue: cl.CommandQueue):
     """Send this thread's work on ``rt`` to ``queue`` (one of ``rt``'s, kept alive by the caller).
