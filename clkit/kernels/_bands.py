@@ -156,11 +156,13 @@ def run(plan: list[tuple[Device, int, int]], band, max_rows) -> None:
                 failed.set()
                 raise
 
-    # The simulator's lane runs on this thread: Oclgrind's uninitialised-value check
-    # (OCLGRIND_UNINITIALIZED, on under `clkit check`) keeps per-thread state that only the
-    # thread that made the context has, and any other thread touching it crashes the process.
-    here = [items for items in lanes.values() if items[0][0].device.simulator]
-    away = [items for items in lanes.values() if not items[0][0].device.simulator]
+    # With the simulator in the plan every lane runs on this thread, one after another:
+    # Oclgrind's uninitialised-value check (OCLGRIND_UNINITIALIZED, on under `clkit check`)
+    # keeps per-thread state that only the thread that made the context has, and another
+    # driver compiling in a second thread beside Oclgrind's own clang crashes the process.
+    simulated = any(items[0][0].device.simulator for items in lanes.values())
+    here = list(lanes.values()) if simulated else []
+    away = [] if simulated else list(lanes.values())
     errors = []
     with ThreadPoolExecutor(max_workers=max(1, len(away))) as pool:
         futures = [pool.submit(lane, items) for items in away]
