@@ -37,6 +37,7 @@ import time
 import warnings
 
 from . import _build
+from ._runtime import simulator_in_use
 
 #: The heat at which a variant's specialised build is queued.
 HOT_SCORE = 3.0
@@ -162,7 +163,8 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None,
             v.heat += 1.0 + work / LARGE_WORK
             if v.state == "cold" and v.heat >= HOT_SCORE:
                 v.job = (program, device, prime)
-                if in_background:
+                # Beside the Oclgrind simulator another thread's compiler crashes the process
+                if in_background and not simulator_in_use():
                     v.state = "queued"
                     _builder.submit(key)
                 else:
@@ -249,6 +251,9 @@ class _Builder:
                 key = max(self._pending, key=lambda k: _variants[k].heat)
                 self._pending.remove(key)
                 v = _variants[key]
+                if simulator_in_use():  # queued before the simulator came: the call builds it
+                    v.state, v.heat, v.job = "cold", 0.0, None
+                    continue
                 v.state = "building"
                 program, device, prime = v.job
                 self._busy = True
