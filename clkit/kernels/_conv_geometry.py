@@ -20,6 +20,9 @@ class Geometry:
     def sizes(self, width: int, rows: int):
         """(global, local) sizes for ``rows`` rows of ``width`` pixels."""
         rowlen = width * self.channels
+        if self.variant == "fused":
+            return ((-(-rowlen // self.lx) * self.lx, -(-rows // (self.ly * self.py)) * self.ly),
+                    (self.lx, self.ly))
         if self.variant == "cpu":
             gx = -(-rowlen // (self.vw * self.nvec))
             lx = min(4, gx)
@@ -84,3 +87,24 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
     nvec = 2 if separable else 1
     return Geometry("cpu", dict(VW=vw, NVEC=nvec, ROWS=4, NACC=2),
                     channels=channels, vw=vw, nvec=nvec, rows=4)
+
+
+def fused(device, kh, channels, itemsize) -> Geometry | None:
+    """The one-kernel separable filter's work-groups on a GPU, or None where it does not fit.
+
+    A work-group of 64 x 4 work-items computes 64 row elements of 4 * PY output rows
+    from the row pass of 4 * PY + kh - 1 rows, which it keeps in local memory: PY = 8
+    (32 rows) for masks of up to 33 rows, 16 (64 rows) for taller ones, so that the row
+    pass's extra rows (kh - 1 per tile) stay under the rows it serves; fewer where the
+    local memory is short.
+    """
+    if device.type != "gpu":
+        return None
+    budget = min(device.local_mem, 48 * 1024) - 1024
+    lx, ly = 64, 4
+    py = 8 if kh <= 33 else 16
+    while py >= 1 and (ly * py + kh - 1) * lx * itemsize > budget:
+        py //= 2
+    if py < 1:
+        return None
+    return Geometry("fused", dict(LX=lx, LY=ly, PY=py), channels=channels, lx=lx, ly=ly, py=py)

@@ -44,6 +44,12 @@ class Specialised:
         self.prg.convolve_cols(tmp, rowmap, mask, dst, f.shape[1], out_rows, cval,
                                global_size=g, local_size=l, **call)
 
+    def fused(self, f, src, rowmap, row, col, dst, out_rows, cval, cval_rows, **call):
+        """Both passes in one kernel (convolution_fused.cl), where the geometry chose it."""
+        g, l = self.geometry.sizes(f.shape[1], out_rows)
+        self.prg.convolve_fused(src, rowmap, row, col, dst, f.shape[1], out_rows, cval,
+                                cval_rows, global_size=g, local_size=l, **call)
+
 
 #: convolution_cpu.cl's MAX_UNROLL: its CPU variant unrolls the taps of 2-D masks up to this size,
 #: which decides how it shares taps between its two accumulators.

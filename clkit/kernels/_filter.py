@@ -22,7 +22,7 @@ from . import _memory
 from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                       require_fp64)
-from ._conv_geometry import geometry
+from ._conv_geometry import fused, geometry
 from ._convolve_tiers import Generic, Specialised
 from ._dispatch import CL_TYPES, Operation, program
 from ._taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
@@ -223,7 +223,8 @@ class Filter(Operation):
         if self.corr.size * acc.itemsize > device.cl_device.max_constant_buffer_size:
             defines["MASK_SPACE"] = "__global"
         two_pass = self.two_pass(device)
-        shape = geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
+        shape = (fused(device, kh, self.channels, acc.itemsize) if two_pass else None) or \
+            geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
         if device.simulator:
@@ -329,6 +330,11 @@ class Filter(Operation):
         used = weights[self.factors[1] != 0] if self.skip_zero_taps else weights
         with np.errstate(invalid="ignore", over="ignore"):
             cval_cols = float(acc(np.sum(used.astype(np.float64) * self.cval)))
+        if getattr(passes, "geometry", None) is not None and passes.geometry.variant == "fused":
+            def launch(queue, srcs, dst):
+                passes.fused(self, srcs[0], rowmap, row, col, dst, out_rows, cval, cval_cols,
+                             queue=queue, **common)
+            return launch
 
         def launch(queue, srcs, dst):
             # The row pass writes every element of tmp, rows [0, n_src) of the band's source,

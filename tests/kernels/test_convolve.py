@@ -257,7 +257,9 @@ def zero_tap_case(device, rng, name, mode, cval, shape):
     image = non_finite_image(rng, shape)
     filt = Filter.for_mask("convolve", image, mask, mode, cval)
     assert (filt.factors is not None) == separable
-    assert filt._program(device)[1].variant == device.type
+    # separable masks over 81 taps run as one fused kernel on GPUs, in two passes elsewhere
+    fused = device.type == "gpu" and separable and mask.size > 81
+    assert filt._program(device)[1].variant == ("fused" if fused else device.type)
     check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=device),
                      image, mask, mode, cval)
 
@@ -584,5 +586,54 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
         for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
                              image, mask, mode, cval)
+    finally:
+        object.__setattr__(as_gpu, "local_mem", local_mem)
+
+
+# -- the one-kernel separable filter of GPUs (convolution_fused.cl) -------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sigma,shape", [(2.0, (45, 150)), (2.0, (23, 70, 3)), (10.0, (90, 140)),
+                                         (6.0, (41, 33, 2))], ids=str)
+def test_gpu_fused_gaussian(as_gpu, rng, mode, sigma, shape):
+    from clkit.kernels._filter import Filter
+    if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
+        pytest.skip("wide masks and every mode are too slow on the simulator")
+    image = rng.standard_normal(shape).astype(np.float32)
+    filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
+    assert filt._program(as_gpu)[1].variant == "fused"
+    got = ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu)
+    expected, scale = gaussian_reference(image, sigma, mode, -0.75)
+    taps = 2 * int(4.0 * sigma + 0.5) + 1
+    assert_close_scaled(got, expected, scale, ulps=filter_ulps(2 * taps), what="gaussian_blur")
+
+
+def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
+    """Two devices' bands (row maps that start inside the image), a height of no whole tiles."""
+    skip_on_simulator(as_gpu, "a 17-tap blur of 1000 rows")
+    image = rng.random((1001, 77), dtype=np.float32)
+    got = ck.gaussian_blur(image, 2.0, mode="mirror", device=[as_gpu, as_gpu])
+    expected, scale = gaussian_reference(image, 2.0, "mirror")
+    assert_close_scaled(got, expected, scale, ulps=filter_ulps(34), what="gaussian_blur")
+
+
+def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
+    from clkit.kernels import _conv_geometry
+    local_mem = as_gpu.local_mem
+    try:
+        object.__setattr__(as_gpu, "local_mem", 48 * 1024)  # an NVIDIA GPU's
+        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 48 rows of 64 floats
+        assert _conv_geometry.fused(as_gpu, 81, 1, 4).py == 16  # 144 rows
+        object.__setattr__(as_gpu, "local_mem", 12 * 1024)
+        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 4  # 16 + 16 rows: 8 KiB
+        assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # 81 rows do not fit
+        image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
+        mask = np.outer(rng.standard_normal(81), rng.standard_normal(3))
+        from clkit.kernels._filter import Filter
+        filt = Filter.for_mask("convolve", image, mask, "reflect", 0.0)
+        assert filt._program(as_gpu)[1].variant == "gpu"  # the two passes
+        expected, scale = convolve_reference(image, mask)
+        assert_close_scaled(ck.convolve(image, mask, device=as_gpu), expected, scale,
+                            ulps=filter_ulps(84), what="convolve")
     finally:
         object.__setattr__(as_gpu, "local_mem", local_mem)
