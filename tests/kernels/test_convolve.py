@@ -593,8 +593,8 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
 # -- the one-kernel separable filter of GPUs (convolution_fused.cl) -------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("sigma,shape", [(2.0, (45, 150)), (2.0, (23, 70, 3)), (10.0, (90, 140)),
-                                         (6.0, (41, 33, 2))], ids=str)
+@pytest.mark.parametrize("sigma,shape", [(2.0, (45, 150)), (2.0, (23, 70, 3)), (4.0, (90, 140)),
+                                         (3.0, (41, 33, 2))], ids=str)
 def test_gpu_fused_gaussian(as_gpu, rng, mode, sigma, shape):
     from clkit.kernels._filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
@@ -623,7 +623,8 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
     try:
         object.__setattr__(as_gpu, "local_mem", 48 * 1024)  # an NVIDIA GPU's
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 48 rows of 64 floats
-        assert _conv_geometry.fused(as_gpu, 81, 1, 4).py == 16  # 144 rows
+        assert _conv_geometry.fused(as_gpu, 33, 1, 4).py == 8  # the tallest it takes
+        assert _conv_geometry.fused(as_gpu, 35, 1, 4) is None  # two passes are faster there
         object.__setattr__(as_gpu, "local_mem", 12 * 1024)
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 4  # 16 + 16 rows: 8 KiB
         assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # 81 rows do not fit
