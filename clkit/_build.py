@@ -33,10 +33,13 @@ from ._source import Source, library_dir
 _LOCATION = re.compile(r"(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):")
 _ARG_INFO = "-cl-kernel-arg-info"
 # Lines of a build log that report progress, not a problem: Intel's CPU runtime logs every build
-# ("Compilation started", ..., "Kernel "k" was successfully vectorized (16)", "Done.").
+# ("Compilation started", ..., "Kernel "k" was successfully vectorized (16)", "Done."), NVIDIA's
+# says of every kernel that it overrides a noinline attribute the source never asked for.
 _PROGRESS = re.compile(r"(Compilation|Linking|Device build) (started|done)|Done\.|"
                        r"Options used by backend compiler:.*|remark: .*|"
-                       r"Kernel \"\w+\" was (successfully vectorized \(\d+\)|not vectorized)")
+                       r"Kernel \"\w+\" was (successfully vectorized \(\d+\)|not vectorized)|"
+                       r"\(\): Warning: Function \w+ is a kernel, so overriding noinline "
+                       r"attribute\. The function may be inlined when called\.")
 
 
 @dataclass

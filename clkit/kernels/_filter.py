@@ -17,7 +17,7 @@ import pyopencl.array as cl_array
 
 from .. import _tiers, _transfer
 from .._errors import ArgumentTypeError, ArgumentValueError
-from .._runtime import runtime_of_array
+from .._runtime import runtime, runtime_of_array
 from . import _memory
 from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
@@ -351,6 +351,7 @@ class Filter(Operation):
         Some drivers (PoCL) finish compiling a kernel at its first launch; a
         background build does that too, so that the caller does not.
         """
+        rt = runtime(rt.device)  # the device's context now: it may have been lost and made anew
         prg, shape = self._program(rt.device)
         width = max(1, 4 * 64 // self.channels)  # wide enough for the launch's usual local size
         small = Filter(self.name, (4, width) + self.shape[2:], self.image_dtype, self.corr,
