@@ -17,12 +17,12 @@ per call alone: the enqueue replaced by a stub.
 """
 
 import argparse
-import time
 
 import numpy as np
 import pyopencl as cl
 
 import clkit
+import scale  # benchmarks/ is the script's folder, first on sys.path
 from clkit import _launch
 
 SRC = "__kernel void nothing(__global float* a, __global const float* b, const uint n) { }"
@@ -63,13 +63,7 @@ def measure(opts):
     }
 
     def per_call_us(fn):
-        """Wall time per call (queue finished) and this thread's CPU time per call."""
-        t0, c0 = time.perf_counter(), time.thread_time()
-        for _ in range(opts.calls):
-            fn()
-        c1 = time.thread_time()
-        queue.finish()
-        return np.array([time.perf_counter() - t0, c1 - c0]) / opts.calls * 1e6
+        return scale.per_call_us(fn, opts.calls, queue)
 
     print(f"{dev}, {opts.rounds} rounds of {opts.calls} calls of each, interleaved; medians")
     print("wall: per call, the queue finished after each round; host CPU: the calling thread's "

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clkit
+import scale  # benchmarks/ is the script's folder, first on sys.path
 from clkit import kernels as ck
 from clkit._launch import Kernel, recording
 
@@ -105,13 +105,7 @@ def main(argv=None):
     width, height = int(width), int(height or width)
 
     def per_call_us(fn):
-        """(wall, host CPU of this thread) per call, in microseconds."""
-        c0, t0 = time.thread_time(), time.perf_counter()
-        for _ in range(opts.calls):
-            fn()
-        c1 = time.thread_time()
-        queue.finish()
-        return ((time.perf_counter() - t0) / opts.calls * 1e6, (c1 - c0) / opts.calls * 1e6)
+        return scale.per_call_us(fn, opts.calls, queue)
 
     print(f"{dev}, {width}x{height}, {opts.rounds} rounds of {opts.calls} calls of each "
           "side, interleaved; medians")
