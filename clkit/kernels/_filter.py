@@ -301,7 +301,7 @@ class Filter(Operation):
         def constant(host):
             if private is None:
                 return _memory.constant(rt, host)
-            return _transfer.upload(rt, np.array(host), private)
+            return _memory.owned_copy(rt, host, private)
 
         rows, rowmap = self._band(r0, r1)
         rowmap = constant(rowmap)

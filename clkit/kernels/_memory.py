@@ -169,6 +169,23 @@ def contiguous_device(a: cl_array.Array) -> cl_array.Array:
     return _transfer.upload(rt, _transfer.download(rt, a), a.queue, out=cl_array.empty(a.queue, a.shape, a.dtype))
 
 
+def owned_copy(rt: Runtime, host: np.ndarray, queue) -> cl_array.Array:
+    """A device array with a copy of small ``host`` in memory the driver owns.
+
+    The copy is made before this returns, and the driver frees the memory
+    only after the last command that uses it, however soon the array is
+    dropped.  An upload to a CPU driver would use ``host``'s own memory in
+    place, which a kernel still queued when its array went would read after
+    Python had freed it.
+    """
+    host = np.ascontiguousarray(host)
+    if not host.nbytes:
+        return cl_array.empty(queue, host.shape, host.dtype)
+    buf = cl.Buffer(rt.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=host)
+    return cl_array.Array(queue, host.shape, host.dtype, data=buf)
+
+
 _constants: dict = {}  # (runtime, bytes, dtype, shape) -> device array
 MAX_CONSTANTS = 256
 
@@ -182,9 +199,9 @@ def constant(rt: Runtime, host: np.ndarray) -> cl_array.Array:
     key = (rt, host.tobytes(), host.dtype.str, host.shape)
     found = _constants.get(key)
     if found is None:
-        # a copy of its own (the device may use it in place), on the runtime's own queue (not
-        # a lane's of clkit.map), where the launch takes device arrays as they are
-        found = _transfer.upload(rt, np.array(host), rt.own_queue)
+        # on the runtime's own queue (not a lane's of clkit.map), where the launch takes
+        # device arrays as they are
+        found = owned_copy(rt, host, rt.own_queue)
         with _lock:
             _constants[key] = found
             while len(_constants) > MAX_CONSTANTS:
