@@ -45,7 +45,7 @@ def _bench_variant(benchmark, case, key, device):
         variant = case.variant(key, device)
     except _bench.Unavailable as exc:
         pytest.skip(str(exc))
-    warm_ms, result, _ = variant.time_once()  # builds, caches, first touch of the memory
+    warm_ms, result, _ = variant.warm_up()  # builds, caches, first touch of the memory
     if key in ("clkit_kernel", "clkit_e2e"):
         problem = case.check(result, _reference(case))
         assert problem is None, f"{case.id} {key} on {device}: {problem}"
