@@ -14,6 +14,7 @@ caller is consuming, so memory stays bounded however long the batch is.
 from __future__ import annotations
 
 import collections
+import itertools
 import queue as queue_module
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -106,11 +107,14 @@ def _batch(function, source, args, kwargs, targets):
         # Oclgrind runs one kernel at a time and only from the thread that made its context.
         yield from _serial(function, source, args, kwargs, rts)
         return
+    # The devices' lanes in turn (a first lane of each, then a second ...), so that a batch
+    # shorter than the lanes still reaches every device.
+    per_device = [[(rt, q) for q in _queues(rt, LANES.get(rt.device.type, 2))] for rt in rts]
     lanes = queue_module.SimpleQueue()
     count = 0
-    for rt in rts:
-        for q in _queues(rt, LANES.get(rt.device.type, 2)):
-            lanes.put((rt, q))
+    for turn in itertools.zip_longest(*per_device):
+        for lane in filter(None, turn):
+            lanes.put(lane)
             count += 1
     local = threading.local()
 

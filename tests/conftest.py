@@ -20,7 +20,7 @@ import clkit  # noqa: E402
 from clkit import _transfer  # noqa: E402
 from clkit._devices import select_many  # noqa: E402
 
-from _reference import skip_on_simulator  # noqa: E402
+from _reference import reporting, skip_on_simulator  # noqa: E402
 
 
 def _test_devices():
@@ -79,8 +79,6 @@ def discrete(device, monkeypatch):
     staged path only runs on GPUs; this fixture makes it run here too.
     """
     skip_on_simulator(device, "megabytes of staged data")
-    saved = device.unified_memory
-    object.__setattr__(device, "unified_memory", False)
     staged = {"upload": 0, "download": 0}
 
     def counted(name):
@@ -93,7 +91,5 @@ def discrete(device, monkeypatch):
 
     monkeypatch.setattr(_transfer.Staging, "upload", counted("upload"))
     monkeypatch.setattr(_transfer.Staging, "download", counted("download"))
-    try:
+    with reporting(device, unified_memory=False):
         yield device, staged
-    finally:
-        object.__setattr__(device, "unified_memory", saved)

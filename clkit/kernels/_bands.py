@@ -7,7 +7,7 @@ a set of bands:
 - across devices, in proportion to each device's measured speed for that
   operation (measured once per operation and device, remembered for the
   process), all devices working at once;
-- within a device, in tiles small enough for its memory, two tiles in flight
+- within a device, in tiles small enough for its memory; on a GPU two tiles in flight
   on two queues so that one tile's transfers overlap the other's kernels.
 
 ``band(rt, queue, r0, r1)`` does one band's whole job: upload what it
@@ -135,8 +135,10 @@ def run(plan: list[tuple[Device, int, int]], band, max_rows) -> None:
     work = []
     for device, r0, r1 in plan:
         rt = runtime(device)
-        # Oclgrind aborts when two threads run kernels at once: one queue there.
-        qs = queues(rt, 1 if device.simulator else QUEUES_PER_DEVICE)
+        # Two queues overlap one tile's transfers with another's kernels; a device that shares
+        # the host's memory has no transfers to overlap, and each kernel uses all its cores.
+        # (Oclgrind also aborts when two threads run kernels at once.)
+        qs = queues(rt, 1 if device.unified_memory or device.simulator else QUEUES_PER_DEVICE)
         for i, (a, b) in enumerate(tiles(r0, r1, max_rows(device))):
             work.append((rt, qs[i % len(qs)], a, b))
     if len(work) == 1:

@@ -542,7 +542,7 @@ class _Skip(Exception):
 def _setup(group, dev):
     """Make the device or the library take the paths a group is about, and check they did."""
     from clkit.kernels import _bands
-    saved = {name: getattr(dev, name) for name in ("type", "local_mem", "max_alloc", "global_mem")}
+    from _reference import reporting
     speed, run, tiles = _bands.speed, _bands.run, _bands.tiles
     seen = []  # (device, number of tiles) of every band run
 
@@ -555,22 +555,23 @@ def _setup(group, dev):
         seen.append([(d, r1 - r0) for d, r0, r1 in plan])
         return run(plan, band, max_rows)
 
+    borrowed = {}
+    if group == "gpu":
+        borrowed = dict(type="gpu", local_mem=12 * 1024)
+    elif group.startswith(("tiled", "multi")):
+        # Tiles of 1 KiB (4 KiB with the separable path's temporary and the wide halos
+        # of a Gaussian): a few rows, so that every image is streamed in several tiles.
+        tile = 4096 if group.endswith("separable") else 1024
+        borrowed = dict(max_alloc=tile, global_mem=32 * tile)
     try:
-        if group == "gpu":
-            object.__setattr__(dev, "type", "gpu")
-            object.__setattr__(dev, "local_mem", 12 * 1024)
-        elif group.startswith(("tiled", "multi")):
-            # Tiles of 1 KiB (4 KiB with the separable path's temporary and the wide halos
-            # of a Gaussian): a few rows, so that every image is streamed in several tiles.
-            tile = 4096 if group.endswith("separable") else 1024
-            object.__setattr__(dev, "max_alloc", tile)
-            object.__setattr__(dev, "global_mem", 32 * tile)
+        if group.startswith(("tiled", "multi")):
             _bands.tiles, _bands.run = counting_tiles, recording_run
         if group.startswith("multi"):
             # Oclgrind measures a thousand times slower than PoCL and would get no rows:
             # split evenly instead.
             _bands.speed = lambda key, device, probe: 1.0
-        yield
+        with reporting(dev, **borrowed):
+            yield
         if group.startswith("tiled"):
             assert any(isinstance(n, int) and n > 1 for n in seen), \
                 f"the input was not streamed in tiles: {seen}"
@@ -580,8 +581,6 @@ def _setup(group, dev):
                 f"the simulator got no rows: {plans}"
     finally:
         _bands.speed, _bands.run, _bands.tiles = speed, run, tiles
-        for name, value in saved.items():
-            object.__setattr__(dev, name, value)
 
 
 def _finish_all():

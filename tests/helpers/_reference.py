@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 
 import numpy as np
 import pyopencl as cl
@@ -17,6 +18,7 @@ import pytest
 import scipy.ndimage
 
 import clkit
+from clkit import _tiers
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -62,8 +64,15 @@ def skip_on_simulator(device, what="this size"):
 @contextlib.contextmanager
 def reporting(device, **attributes):
     """The device, reporting other attributes (``fp64=False``, ``type="gpu"``, ...) inside the
-    block, so that the paths for devices CI does not have run on the devices it has."""
+    block, so that the paths for devices CI does not have run on the devices it has.
+
+    Background builds wait for the block: one already queued finishes first, and none starts
+    inside it (each call builds what it needs itself). A build in another thread would read
+    the borrowed attributes, and its first launch would take the path they choose."""
     saved = {name: getattr(device, name) for name in attributes}
+    builds = os.environ.get("CLKIT_BACKGROUND_BUILDS")
+    os.environ["CLKIT_BACKGROUND_BUILDS"] = "0"
+    _tiers.wait_idle()
     for name, value in attributes.items():
         object.__setattr__(device, name, value)
     try:
@@ -71,6 +80,10 @@ def reporting(device, **attributes):
     finally:
         for name, value in saved.items():
             object.__setattr__(device, name, value)
+        if builds is None:
+            del os.environ["CLKIT_BACKGROUND_BUILDS"]
+        else:
+            os.environ["CLKIT_BACKGROUND_BUILDS"] = builds
 
 
 def need_fp64(device):

@@ -577,17 +577,13 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
     # With 12 KiB of local memory a 13-row mask is applied 6 rows at a time: the chunk's first
     # row is known only at run time, and so is which of its taps are used.
     from clkit.kernels import _conv_geometry
-    local_mem = as_gpu.local_mem
-    object.__setattr__(as_gpu, "local_mem", 12 * 1024)
-    try:
+    with reporting(as_gpu, local_mem=12 * 1024):
         mask = zero_rows_and_columns(rng, (13, 3), [0, 5, 6, 12], [1])
         assert _conv_geometry.geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
         image = non_finite_image(rng, (sized(as_gpu, 9, 40), 70))
         for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
                              image, mask, mode, cval)
-    finally:
-        object.__setattr__(as_gpu, "local_mem", local_mem)
 
 
 # -- the one-kernel separable filter of GPUs (convolution_fused.cl) -------------------------------
@@ -619,13 +615,11 @@ def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
 
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
     from clkit.kernels import _conv_geometry
-    local_mem = as_gpu.local_mem
-    try:
-        object.__setattr__(as_gpu, "local_mem", 48 * 1024)  # an NVIDIA GPU's
+    with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 48 rows of 64 floats
         assert _conv_geometry.fused(as_gpu, 33, 1, 4).py == 8  # the tallest it takes
         assert _conv_geometry.fused(as_gpu, 35, 1, 4) is None  # two passes are faster there
-        object.__setattr__(as_gpu, "local_mem", 12 * 1024)
+    with reporting(as_gpu, local_mem=12 * 1024):
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 4  # 16 + 16 rows: 8 KiB
         assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # 81 rows do not fit
         image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
@@ -636,5 +630,3 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
         expected, scale = convolve_reference(image, mask)
         assert_close_scaled(ck.convolve(image, mask, device=as_gpu), expected, scale,
                             ulps=filter_ulps(84), what="convolve")
-    finally:
-        object.__setattr__(as_gpu, "local_mem", local_mem)

@@ -5,7 +5,6 @@ take the tiled path (many tiles, halos across tile edges, two queues); the
 slow ones use arrays larger than PoCL's max allocation for real.
 """
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -14,19 +13,12 @@ import scipy.ndimage
 import clkit
 from clkit import kernels as ck
 from clkit.kernels import _bands
+from _reference import reporting
 
 
-@contextlib.contextmanager
 def limits(device, max_alloc, global_mem=None):
     """Make ``device`` report smaller memory limits for a while."""
-    saved = device.max_alloc, device.global_mem
-    object.__setattr__(device, "max_alloc", max_alloc)
-    object.__setattr__(device, "global_mem", global_mem or max_alloc * 8)
-    try:
-        yield
-    finally:
-        object.__setattr__(device, "max_alloc", saved[0])
-        object.__setattr__(device, "global_mem", saved[1])
+    return reporting(device, max_alloc=max_alloc, global_mem=global_mem or max_alloc * 8)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ The mistakes already checked next to each function (``tests/kernels/``, ``tests/
 ``test_launch.py``, ``test_devices.py``) are not repeated here; this fills the gaps between them.
 """
 
-import contextlib
 
 import numpy as np
 import pyopencl as cl
@@ -19,6 +18,7 @@ import clkit.kernels as ck
 from clkit import ArgumentTypeError as ArgType
 from clkit import ArgumentValueError as ArgValue
 from clkit import BuildError, DeviceNotFoundError, OutOfDeviceMemoryError
+from _reference import reporting
 
 IMAGE = np.arange(20, dtype=np.float32).reshape(4, 5)
 RGB = np.zeros((4, 5, 3), np.uint8)
@@ -347,17 +347,9 @@ def test_a_file_without_kernels(device, tmp_path):
 
 # -- inputs too large for any device -----------------------------------------------------------
 
-@contextlib.contextmanager
 def shrunk(device, max_alloc):
     """Make ``device`` report a small max allocation (and memory) for a while."""
-    saved = device.max_alloc, device.global_mem
-    object.__setattr__(device, "max_alloc", max_alloc)
-    object.__setattr__(device, "global_mem", 8 * max_alloc)
-    try:
-        yield device
-    finally:
-        object.__setattr__(device, "max_alloc", saved[0])
-        object.__setattr__(device, "global_mem", saved[1])
+    return reporting(device, max_alloc=max_alloc, global_mem=8 * max_alloc)
 
 
 TOO_LARGE = [

@@ -18,6 +18,7 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
+from clkit import _tiers
 
 SAXPY = """
 __kernel void saxpy(const float a, __global const float* x, __global float* y)
@@ -33,7 +34,12 @@ def resident_bytes():
 
 @pytest.fixture
 def live_buffers(monkeypatch):
-    """The pyopencl buffers made from now on that are still alive."""
+    """The pyopencl buffers made from now on that are still alive.
+
+    Background builds are off, and those an earlier test queued are done first: a build's
+    first launch makes buffers of its own in another thread, whenever it runs."""
+    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    _tiers.wait_idle()
     alive = weakref.WeakSet()
 
     class Counted(cl.Buffer):
