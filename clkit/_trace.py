@@ -336,7 +336,7 @@ class Trace:
         ...     _ = vector_add(np.ones(8, np.float32), np.ones(8, np.float32), device="cpu")
         >>> t.plot(os.path.join(tempfile.mkdtemp(), "timeline.png"))
         """
-        _trace_export.plot(path, self.to_json(), self.wall_ns)
+        _trace_export.plot(path, self.to_json())
 
     def __repr__(self):
         state = "recording" if self in active else f"{self.wall_ns / 1e6:.3f} ms"

@@ -66,7 +66,7 @@ def write_json(path, data: dict) -> None:
         f.write(json.dumps(data).encode())
 
 
-def plot(path, data: dict, wall_ns: int) -> None:
+def plot(path, data: dict) -> None:
     """Draw the trace-event JSON ``data``: one row per device queue and per host thread.
 
     The file's type follows its extension (``.png`` where it has none).
@@ -76,11 +76,11 @@ def plot(path, data: dict, wall_ns: int) -> None:
     except ImportError:
         raise ClkitError("Trace.plot needs matplotlib: pip install 'clkit[plot]' "
                          "(or matplotlib)") from None
-    data = data["traceEvents"]
+    events = data["traceEvents"]
     names = {(e["pid"], e["tid"] if e["name"] == "thread_name" else None): e["args"]["name"]
-             for e in data if e["ph"] == "M"}
+             for e in events if e["ph"] == "M"}
     rows: dict = {}
-    for e in data:
+    for e in events:
         if e["ph"] == "X":
             rows.setdefault((e["pid"], e["tid"]), []).append(e)
     order = sorted(rows, key=lambda k: (k[0] == 0, k))  # devices first, the host below
@@ -99,7 +99,7 @@ def plot(path, data: dict, wall_ns: int) -> None:
                         for p, t in order], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("ms from the start of the trace")
-    ax.set_title(f"clkit trace: {wall_ns / 1e6:.2f} ms of wall time")
+    ax.set_title(f"clkit trace: {data['otherData']['wall_ms']:.2f} ms of wall time")
     from matplotlib.patches import Patch
     ax.legend(handles=[Patch(color=c, label=k if k != "host" else "host (in clkit)")
                        for k, c in colours.items()], loc="upper right", fontsize=8)
