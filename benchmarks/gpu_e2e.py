@@ -42,8 +42,7 @@ import pyopencl as cl
 import clkit
 from clkit import _transfer
 from clkit import kernels as ck
-from clkit._launch import recording
-from scale import median_ms  # benchmarks/ is the script's folder, first on sys.path
+from scale import kernel_ms, median_ms  # benchmarks/ is the script's folder, first on sys.path
 
 try:
     import cv2
@@ -54,19 +53,6 @@ except ImportError:  # the OpenCV columns stay empty
 def event_ms(event) -> float:
     event.wait()
     return (event.profile.end - event.profile.start) * 1e-6
-
-
-def kernel_ms(fn, queue, repeat):
-    """Median over runs of the summed event times of the kernels ``fn`` launches."""
-    fn()
-    queue.finish()
-    times = []
-    for _ in range(repeat):
-        with recording() as launches:
-            fn()
-        queue.finish()
-        times.append(sum(launch.kernel_ms for launch in launches))
-    return float(np.median(times))
 
 
 def gbs(nbytes, ms):

@@ -21,9 +21,9 @@ import torch
 import clkit
 from clkit import _transfer
 from clkit import kernels as ck
-from clkit._launch import recording
 from clkit.kernels import _conv_geometry
-from scale import median_ms  # benchmarks/ is the script's folder, first on sys.path
+import scale  # benchmarks/ is the script's folder, first on sys.path
+from scale import median_ms
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
 gpus = clkit.devices("gpu")
@@ -35,15 +35,7 @@ res = {"device": str(dev), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmti
 
 
 def kernel_ms(fn, n=30):
-    fn()
-    q.finish()
-    times = []
-    for _ in range(n):
-        with recording() as launches:
-            fn()
-        q.finish()
-        times.append(sum(l.kernel_ms for l in launches))
-    return float(np.median(times))
+    return scale.kernel_ms(fn, q, n)
 
 
 def torch_ms(fn, n=30):

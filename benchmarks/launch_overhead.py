@@ -71,14 +71,8 @@ def measure(opts):
     print(f"{'variant':14} {'clkit us':>9} {'raw us':>9} {'ratio':>6} {'ratio/round':>12} "
           f"{'CPU clkit':>10} {'CPU raw':>8} {'ratio':>6}")
     for name, (ours, theirs) in pairs.items():
-        for _ in range(50):  # warm-up
-            ours(), theirs()
-        queue.finish()
-        mine, raws = [], []
-        for _ in range(opts.rounds):
-            mine.append(per_call_us(ours))
-            raws.append(per_call_us(theirs))
-        (wall, cpu), (raw_wall, raw_cpu) = np.array(mine).T, np.array(raws).T
+        mine, raws = scale.interleaved_us(ours, theirs, opts.rounds, opts.calls, queue, warmup=50)
+        (wall, cpu), (raw_wall, raw_cpu) = mine.T, raws.T
         print(f"{name:14} {np.median(wall):9.2f} {np.median(raw_wall):9.2f} "
               f"{np.median(wall) / np.median(raw_wall):6.2f} {np.median(wall / raw_wall):12.2f} "
               f"{np.median(cpu):10.2f} {np.median(raw_cpu):8.2f} "

@@ -105,9 +105,6 @@ def main(argv=None):
     width, _, height = opts.size.lower().partition("x")
     width, height = int(width), int(height or width)
 
-    def per_call_us(fn):
-        return scale.per_call_us(fn, opts.calls, queue)
-
     print(f"{dev}, {width}x{height}, {opts.rounds} rounds of {opts.calls} calls of each "
           "side, interleaved; medians")
     print("wall: per call, the queue finished after each loop; CPU: the calling thread's CPU "
@@ -130,13 +127,7 @@ def main(argv=None):
             ours()
         queue.finish()
         kernel_us = sum(l.kernel_ms for l in launches) * 1e3
-        for _ in range(20):  # warm-up
-            ours(), theirs()
-        queue.finish()
-        mine, raws = [], []
-        for _ in range(opts.rounds):
-            mine.append(per_call_us(ours))
-            raws.append(per_call_us(theirs))
+        mine, raws = scale.interleaved_us(ours, theirs, opts.rounds, opts.calls, queue, warmup=20)
         (m, mc), (r, rc) = np.median(mine, axis=0), np.median(raws, axis=0)
         print(f"{name:22} {m:9.1f} {r:9.1f} {kernel_us:10.1f} {m / r:9.2f} "
               f"{m / kernel_us:13.2f} {mc:9.1f} {rc:8.1f}")

@@ -9,6 +9,8 @@ there.  Streamed: the same device, once with the image in one piece and once
 with the device reporting a 64 MiB allocation limit, which makes clkit stream
 the image through it in tiles (two queues, halos included).  numpy in, numpy
 out; medians of 5 runs after a warm-up.
+
+The timing helpers below serve the other scripts of benchmarks/ too.
 """
 
 import os
@@ -20,6 +22,7 @@ import numpy as np
 
 import clkit
 from clkit import kernels as ck
+from clkit._launch import recording
 
 
 def median_ms(fn, n=5):
@@ -41,6 +44,33 @@ def per_call_us(fn, calls, queue):
     c1 = time.thread_time()
     queue.finish()
     return ((time.perf_counter() - t0) / calls * 1e6, (c1 - c0) / calls * 1e6)
+
+
+def interleaved_us(ours, theirs, rounds, calls, queue, warmup):
+    """:func:`per_call_us` of ``ours`` and of ``theirs`` taken in turn, ``rounds`` times each,
+    after ``warmup`` calls of both: two arrays of (wall, CPU time) rows, one row a round."""
+    for _ in range(warmup):
+        ours(), theirs()
+    queue.finish()
+    mine, raws = [], []
+    for _ in range(rounds):
+        mine.append(per_call_us(ours, calls, queue))
+        raws.append(per_call_us(theirs, calls, queue))
+    return np.array(mine), np.array(raws)
+
+
+def kernel_ms(fn, queue, repeat):
+    """Median over ``repeat`` runs of the summed event times of the kernels ``fn`` launches
+    (``queue`` finished after each), after one run as a warm-up."""
+    fn()
+    queue.finish()
+    times = []
+    for _ in range(repeat):
+        with recording() as launches:
+            fn()
+        queue.finish()
+        times.append(sum(launch.kernel_ms for launch in launches))
+    return float(np.median(times))
 
 
 def cases(device):

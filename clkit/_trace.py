@@ -22,7 +22,6 @@ host times taken before and after the enqueue).
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import sys
 import threading
@@ -32,8 +31,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import _trace_export
 from ._errors import ArgumentValueError, ClkitError
-from ._files import atomic_write
 from ._runtime import runtime_of_queue
 
 LIMIT = 100_000
@@ -300,41 +299,7 @@ class Trace:
         (``"ph": "X"``) event, timed in microseconds from the trace's start.
         """
         recs = self._resolved()
-        tracks = self._tracks[1]
-        t_start = self._t_start
-        events = [{"ph": "M", "name": "process_name", "pid": 0, "tid": 0,
-                   "args": {"name": "host"}}]
-        named = set()
-        for rec in recs:
-            tid = tracks.thread(rec)
-            if (0, tid) not in named:
-                named.add((0, tid))
-                events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": tid,
-                               "args": {"name": rec.thread.name}})
-            args = {"kind": rec.kind, "bytes": rec.nbytes, "device": rec.device.id,
-                    "host_before_enqueue_us": tracks.host_before(rec) / 1e3}
-            events.append({"ph": "X", "name": rec.name, "cat": "host", "pid": 0, "tid": tid,
-                           "ts": (rec.t0 - t_start) / 1e3, "dur": (rec.t1 - rec.t0) / 1e3,
-                           "args": args})
-            start, end = tracks.device_span(rec)
-            if start is None:
-                continue
-            pid = tracks.device_pid(rec.device)
-            if (pid, -1) not in named:
-                named.add((pid, -1))
-                events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                               "args": {"name": f"device {rec.device}"}})
-            queue = tracks.queue(rec)
-            if (pid, queue) not in named:
-                named.add((pid, queue))
-                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": queue,
-                               "args": {"name": f"queue {queue}"}})
-            dev_args = dict(args)
-            if rec.nbytes and end > start:
-                dev_args["GB/s"] = round(rec.nbytes / (end - start), 3)
-            events.append({"ph": "X", "name": rec.name, "cat": rec.kind, "pid": pid,
-                           "tid": queue, "ts": (start - t_start) / 1e3,
-                           "dur": (end - start) / 1e3, "args": dev_args})
+        events = _trace_export.trace_events(recs, self._tracks[1], self._t_start)
         return {"traceEvents": events, "displayTimeUnit": "ms",
                 "otherData": {"wall_ms": self.wall_ns / 1e6, "dropped": self.dropped,
                               "limit": self.limit}}
@@ -355,8 +320,7 @@ class Trace:
         >>> "traceEvents" in json.load(open(path))
         True
         """
-        with atomic_write(path) as f:
-            f.write(json.dumps(self.to_json()).encode())
+        _trace_export.write_json(path, self.to_json())
 
     def plot(self, path) -> None:
         """Draw the timeline (one row per device queue and per host thread) with matplotlib.
@@ -372,50 +336,11 @@ class Trace:
         ...     _ = vector_add(np.ones(8, np.float32), np.ones(8, np.float32), device="cpu")
         >>> t.plot(os.path.join(tempfile.mkdtemp(), "timeline.png"))
         """
-        try:
-            from matplotlib.figure import Figure
-        except ImportError:
-            raise ClkitError("Trace.plot needs matplotlib: pip install 'clkit[plot]' "
-                             "(or matplotlib)") from None
-        data = self.to_json()["traceEvents"]
-        names = {(e["pid"], e["tid"] if e["name"] == "thread_name" else None): e["args"]["name"]
-                 for e in data if e["ph"] == "M"}
-        rows: dict = {}
-        for e in data:
-            if e["ph"] == "X":
-                rows.setdefault((e["pid"], e["tid"]), []).append(e)
-        order = sorted(rows, key=lambda k: (k[0] == 0, k))  # devices first, the host below
-        colours = {"kernel": "tab:blue", "h2d": "tab:orange", "d2h": "tab:green",
-                   "host": "tab:gray"}
-        fig = Figure(figsize=(11, 1.2 + 0.45 * max(1, len(order))))
-        ax = fig.add_subplot()
-        for y, key in enumerate(order):
-            for cat in colours:
-                spans = [(e["ts"] / 1e3, max(e["dur"] / 1e3, 1e-6)) for e in rows[key]
-                         if e["cat"] == cat]
-                if spans:
-                    ax.broken_barh(spans, (y - 0.4, 0.8), color=colours[cat])
-        ax.set_yticks(range(len(order)))
-        ax.set_yticklabels([f"{names.get((p, None), p)}: {names.get((p, t), t)}"
-                            for p, t in order], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel("ms from the start of the trace")
-        ax.set_title(f"clkit trace: {self.wall_ns / 1e6:.2f} ms of wall time")
-        from matplotlib.patches import Patch
-        ax.legend(handles=[Patch(color=c, label=k if k != "host" else "host (in clkit)")
-                           for k, c in colours.items()], loc="upper right", fontsize=8)
-        fig.tight_layout()
-        with atomic_write(path) as f:
-            fig.savefig(f, format=_format(path), dpi=120)
+        _trace_export.plot(path, self.to_json())
 
     def __repr__(self):
         state = "recording" if self in active else f"{self.wall_ns / 1e6:.3f} ms"
         return f"<clkit.Trace {len(self._records)} commands, {state}>"
-
-
-def _format(path) -> str:
-    ext = os.path.splitext(str(path))[1].lstrip(".").lower()
-    return ext or "png"
 
 
 class _Tracks:

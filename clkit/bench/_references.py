@@ -86,14 +86,6 @@ def numpy_correlate(image: np.ndarray, corr: np.ndarray) -> np.ndarray:
     return out
 
 
-def gaussian_taps(sigma: float, truncate: float = 4.0) -> np.ndarray:
-    """scipy.ndimage's 1-D Gaussian: radius ``int(truncate * sigma + 0.5)``, normalised."""
-    radius = int(truncate * sigma + 0.5)
-    x = np.arange(-radius, radius + 1, dtype=np.float64)
-    phi = np.exp(-0.5 / sigma ** 2 * x ** 2)
-    return phi / phi.sum()
-
-
 def numpy_gaussian(image: np.ndarray, taps: np.ndarray) -> np.ndarray:
     r = taps.size // 2
     t = taps.astype(image.dtype)

@@ -9,7 +9,6 @@ a last line counts them.  Exit status: 1 if there was any diagnostic, else the s
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from .. import _oclgrind
 from ._command import Command, UsageError
+from ._script import add_script_arguments, script_to_run
 
 # The folder that holds the clkit package this command runs from.
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -38,18 +38,13 @@ def child_environment(device: str | None) -> dict:
 
 class Check(Command):
     def arguments(self, p):
-        p.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
-        p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                       help="arguments for the script")
+        add_script_arguments(p)
         p.epilog = ("The script runs with CLKIT_DEVICE=oclgrind (or --device) and "
                     "CLKIT_DEBUG=oclgrind; kernels it runs on other devices are not checked. "
                     "Oclgrind runs kernels about 1000 times slower than a CPU: use small inputs.")
 
     def run(self, args):
-        script = Path(args.script)
-        if not script.is_file():
-            raise UsageError(f"{script}: no such script" if not script.exists()
-                             else f"{script} is not a file; give the Python script to run")
+        script = script_to_run(args)
         env = child_environment(args.device)
         err = sys.stderr
 

@@ -18,8 +18,9 @@ import traceback
 from pathlib import Path
 
 from .._trace import LIMIT, Trace
-from ._command import Command, Parser, UsageError
+from ._command import Command, Parser
 from ._outputs import check_plot, output_folder
+from ._script import add_script_arguments, script_to_run
 
 
 def run_script(script: Path, argv: list, trace: Trace) -> int:
@@ -88,19 +89,14 @@ def _add_own_options(p, limit=None):
 
 class TraceScript(Command):
     def arguments(self, p):
-        p.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
-        p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                       help="arguments for the script")
+        add_script_arguments(p)
         _add_own_options(p, LIMIT)
         p.epilog = ("-o, --plot and --limit are clkit's wherever they stand; arguments after -- "
                     "all go to the script. Copies made by pyopencl's own array methods (a.get(), "
                     "a.set()) are not clkit's and are not recorded.")
 
     def run(self, args):
-        script = Path(args.script)
-        if not script.is_file():
-            raise UsageError(f"{script}: no such script" if not script.exists()
-                             else f"{script} is not a file; give the Python script to run")
+        script = script_to_run(args)
         script_args = _take_own_options(args)
         if args.output:
             output_folder(args.output, "-o")

@@ -233,9 +233,14 @@ def gaussian_radius(sigma, truncate=4.0):
 
 
 def gaussian_reference(image, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """scipy.ndimage.gaussian_filter in float64 (HxWxC: sigma (s, s, 0)), and its |.| scale."""
+    """scipy.ndimage.gaussian_filter in float64, and its |.| scale.
+
+    ``sigma`` is one number or (sigma y, sigma x); an HxWxC image is blurred
+    channel by channel (sigma 0 along the channels).
+    """
     image = np.asarray(image).astype(np.float64)
-    sigmas = (sigma, sigma, 0) if image.ndim == 3 else sigma
+    sy, sx = (sigma, sigma) if np.ndim(sigma) == 0 else sigma
+    sigmas = (sy, sx, 0) if image.ndim == 3 else (sy, sx)
     kw = dict(mode=mode, cval=cval, truncate=truncate)
     expected = scipy.ndimage.gaussian_filter(image, sigmas, **kw)
     kw["cval"] = abs(cval)

@@ -27,13 +27,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import clkit.kernels as ck
-from _reference import (assert_close_scaled, assert_counts_equal, filter_ulps,
-                        gray_uint8_reference, mandelbrot_reference, pinhole_reference, result_dtype)
+from _reference import (WEIGHTS, assert_close_scaled, assert_counts_equal, convolve_reference,
+                        filter_ulps, gaussian_reference, gray_uint8_reference,
+                        mandelbrot_reference, pinhole_reference, result_dtype)
 
 SCALE = float(os.environ.get("CLKIT_FUZZ_EXAMPLES", "1"))
 RANDOM = os.environ.get("CLKIT_FUZZ_RANDOM", "") == "1"
 MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
 SPECIALS = (np.nan, np.inf, -np.inf, -0.0, 0.0)
+#: A filter's cval: any moderate number, or one of the specials.
+CVALS = st.one_of(st.floats(-1e3, 1e3), st.sampled_from(SPECIALS))
 
 #: Examples run per function, over the module (printed at its end with ``pytest -s``).
 COUNTS: dict = {}
@@ -157,8 +160,7 @@ def test_grayscale_equals_opencv_and_weighted_sum(device):
         result = ck.grayscale(image, weights=weights, device=device)
         counted("grayscale")
         assert result.dtype == dtype and result.shape == shape[:2]
-        w = np.array({"bt601": (0.299, 0.587, 0.114), "bt709": (0.2126, 0.7152, 0.0722)}
-                     .get(weights, weights) if isinstance(weights, str) else weights)
+        w = np.array(WEIGHTS.get(weights, weights) if isinstance(weights, str) else weights)
         w = w.astype(np.float32).astype(np.float64)  # the kernel takes them as float
         with np.errstate(all="ignore"):
             exact = image[..., :3].astype(np.float64) @ w
@@ -228,14 +230,11 @@ def test_convolve_equals_scipy(device):
             mask = np.outer(col, row)
         else:
             mask = data.draw(hnp.arrays(np.float64, (kh, kw), elements=weights), "mask")
-        cval = data.draw(st.one_of(st.floats(-1e3, 1e3), st.sampled_from(SPECIALS)), "cval")
+        cval = data.draw(CVALS, "cval")
         result = ck.convolve(image, mask, mode=mode, cval=cval, device=device)
         counted("convolve")
-        wide = image.astype(np.float64)
-        m = mask[:, :, None] if image.ndim == 3 else mask
         with np.errstate(all="ignore"):
-            expected = scipy.ndimage.convolve(wide, m, mode=mode, cval=cval)
-            scale = scipy.ndimage.convolve(np.abs(wide), np.abs(m), mode=mode, cval=abs(cval))
+            expected, scale = convolve_reference(image, mask, mode, cval)
         assert result.dtype == result_dtype(dtype) and result.shape == image.shape
         assert_close_scaled(result, expected, scale, dtype=result.dtype,
                             ulps=filter_ulps(mask.size), what=f"convolve {mode}")
@@ -292,16 +291,12 @@ def test_gaussian_blur_equals_scipy(device):
         image = filter_image(data, n, channels, dtype)
         sy, sx = sigma_for(data, ry, truncate), sigma_for(data, rx, truncate)
         sigma = sy if sy == sx and data.draw(st.booleans(), "one sigma") else (sy, sx)
-        cval = data.draw(st.one_of(st.floats(-1e3, 1e3), st.sampled_from(SPECIALS)), "cval")
+        cval = data.draw(CVALS, "cval")
         result = ck.gaussian_blur(image, sigma, mode=mode, cval=cval, truncate=truncate,
                                   device=device)
         counted("gaussian_blur")
-        sigmas = (sy, sx, 0.0) if image.ndim == 3 else (sy, sx)
-        wide = image.astype(np.float64)
-        kw = dict(mode=mode, truncate=truncate)
         with np.errstate(all="ignore"):
-            expected = scipy.ndimage.gaussian_filter(wide, sigmas, cval=cval, **kw)
-            scale = scipy.ndimage.gaussian_filter(np.abs(wide), sigmas, cval=abs(cval), **kw)
+            expected, scale = gaussian_reference(image, (sy, sx), mode, cval, truncate)
         assert result.dtype == result_dtype(dtype) and result.shape == image.shape
         taps = (2 * ry + 1) * (2 * rx + 1)
         assert_close_scaled(result, expected, scale, dtype=result.dtype, ulps=filter_ulps(taps),

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import kernels
 from .._case import autotune, register
-from .._references import gaussian_taps, numpy_gaussian, serial_separable
+from .._references import numpy_gaussian, serial_separable
 from .._timing import Variant
 from ._filter import FilterCase
 
@@ -23,7 +23,7 @@ class GaussianBlurCase(FilterCase):
         self.id = "gaussian_blur" if sigma == 2.0 else f"gaussian_blur_sigma{sigma:g}"
         self.w, self.h = sizes.image
         self.count = self.w * self.h
-        self.taps = gaussian_taps(sigma)
+        self.taps = kernels.gaussian_taps(sigma)
         self.title = (f"gaussian_blur sigma {sigma:g} ({self.taps.size} taps) float32 "
                       f"{self.w}x{self.h}, reflect")
 

@@ -16,7 +16,7 @@ class GrayscaleCase(Case):
     baseline_keys = ("numpy", "cv2", "torch", "torch_e2e")
     bytes_per_unit = 4
     bytes_note = "4 B/pixel: 3 read, 1 written"
-    WEIGHTS = (0.299, 0.587, 0.114)
+    WEIGHTS = kernels.gray_weights("bt601")
 
     def __init__(self, sizes):
         super().__init__(sizes)
