@@ -28,7 +28,8 @@
  * bit wherever the compiler contracts multiply-adds alike in both.
  *
  * Defines: ACC_T (float or double, default float), GV (vector width, default 16; the host
- * passes the specialised build's VW), CONVERT (build to_acc only).
+ * passes the specialised CPU build's VW), CHUNK (vectors per work-item, default 4), CONVERT
+ * (build to_acc only).
  */
 #include "clkit.h"
 
@@ -45,9 +46,12 @@
 #define CLK_NOINLINE static
 #endif
 
-/* Vectors of GV elements per work-item: a whole number of the CPU variant's runs (1 or 2
- * vectors), so that a weight, once loaded, serves several vectors. */
+/* Vectors of GV elements per work-item: on CPUs a whole number of the CPU variant's runs (1 or
+ * 2 vectors), so that a weight, once loaded, serves several vectors; on GPUs one short vector,
+ * so that neighbouring work-items read neighbouring memory. */
+#ifndef CHUNK
 #define CHUNK 4
+#endif
 
 #define ORDER_SEQUENTIAL 0
 #define ORDER_CPU 1

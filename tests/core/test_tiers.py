@@ -25,7 +25,7 @@ from clkit.kernels._conv_geometry import geometry as _geometry
 from clkit.kernels._filter import Filter
 from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
                         gaussian_radius, gaussian_reference, need_fp64, random_image,
-                        result_dtype)
+                        reporting, result_dtype)
 
 
 def both_tiers(fn):
@@ -98,6 +98,25 @@ def test_convolve_tiers_dtypes_and_channels(device, rng, dtype, channels):
         assert_same_sums(generic, specialised, cpu_variant(device, image, mask), expected,
                          scale, result_dtype(dtype), filter_ulps(mask.size),
                          f"convolve {shape} {np.dtype(dtype).name} with {mask.shape}")
+
+
+@pytest.mark.parametrize("dtype, channels", [(np.float32, 1), (np.uint8, 3), (np.float64, 1)])
+def test_tiers_agree_with_the_gpu_layout(device, rng, dtype, channels):
+    """On GPUs the generic kernel gives each work-item one short vector of a row (neighbours
+    read neighbouring memory) and the specialised build is the GPU variant: here each device
+    reports itself a GPU, so that both run on the devices CI has."""
+    if dtype == np.float64:
+        need_fp64(device)
+    shape = ((11, 29) if device.simulator else (53, 141)) + ((channels,) if channels > 1 else ())
+    image = random_image(rng, shape, dtype)
+    with reporting(device, type="gpu"):
+        for mask in (rng.standard_normal((5, 3)), np.outer([1, 4, 6, 4, 1], [1, 2, 1]) / 64.0):
+            generic, specialised = both_tiers(
+                lambda: ck.convolve(image, mask, mode="wrap", device=device))
+            expected, scale = convolve_reference(image, mask, "wrap", 0.0)
+            assert_same_sums(generic, specialised, False, expected, scale, result_dtype(dtype),
+                             filter_ulps(mask.size), f"convolve {shape} {np.dtype(dtype).name} "
+                             f"with {mask.shape}, GPU layout")
 
 
 def test_generic_tier_of_a_device_integer_image(device, rng):
