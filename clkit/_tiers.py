@@ -184,6 +184,26 @@ def _count(specialised: bool) -> bool:
     return specialised
 
 
+def prebuild(program, device) -> None:
+    """Queue ``program``'s build for the background thread: a build later calls will likely need.
+
+    Nothing happens when background builds are off, while the simulator is in use, or when the
+    program is built, queued or known already; it waits behind every hot variant.
+    """
+    if not background_builds() or simulator_in_use():
+        return
+    key = (program.origin, program.options, device)
+    with _lock:
+        if key in _variants:
+            return
+        v = _variants[key] = _Variant()
+        if _build.available(program.source, program.options, device):
+            v.state = "ready"
+            return
+        v.state, v.job = "queued", (program, device, None)
+        _builder.submit(key)
+
+
 def build_now(program, device, prime=None) -> None:
     """Build a specialised program now, in this thread, and mark it ready (for warmup)."""
     key = (program.origin, program.options, device)

@@ -249,6 +249,18 @@ def test_heat_queues_a_variant_after_a_few_calls(policy):
     assert _tiers.stats()["built"] == 1
 
 
+def test_prebuild_builds_once_in_the_background(policy, monkeypatch):
+    prg = FakeProgram("likely")
+    _tiers.prebuild(prg, "dev")
+    _tiers.prebuild(prg, "dev")  # known already: queued once
+    assert _tiers.wait_idle(timeout=60) and prg.builds == 1
+    assert _tiers.use_specialised(prg, "dev")  # built: ready for the first call that needs it
+    off = FakeProgram("off")
+    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    _tiers.prebuild(off, "dev")
+    assert _tiers.wait_idle(timeout=60) and off.builds == 0
+
+
 def test_a_driver_without_threads_builds_in_the_call(policy):
     prg = FakeProgram("here")
     for _ in range(int(_tiers.HOT_SCORE) - 1):
