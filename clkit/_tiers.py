@@ -52,18 +52,20 @@ _lock = threading.Lock()
 _variants: dict = {}  # key -> _Variant
 _forced: list = []  # tier() overrides, innermost last
 _enabled: list = []  # background_builds() setting, when set by a call
-_counts = {"generic": 0, "specialised": 0, "built": 0, "dropped": 0, "failed": 0}
+_counts = {"generic": 0, "specialised": 0, "built": 0, "prebuilt": 0, "dropped": 0,
+           "failed": 0}
 _build_seconds = [0.0]
 
 
 class _Variant:
-    __slots__ = ("heat", "state", "job", "seconds")
+    __slots__ = ("heat", "state", "job", "seconds", "counter")
 
-    def __init__(self):
+    def __init__(self, counter="built"):
         self.heat = 0.0
         self.state = "cold"  # cold, queued, building, ready, failed
         self.job = None
         self.seconds = 0.0
+        self.counter = counter  # "built" for a hot variant, "prebuilt" for a prebuild()
 
 
 def background_builds(enabled: bool | None = None) -> bool:
@@ -196,7 +198,7 @@ def prebuild(program, device) -> None:
     with _lock:
         if key in _variants:
             return
-        v = _variants[key] = _Variant()
+        v = _variants[key] = _Variant("prebuilt")
         if _build.available(program.source, program.options, device):
             v.state = "ready"
             return
@@ -229,7 +231,7 @@ def _run_job(key, program, device, prime) -> None:
         v.state = "ready"
         v.job = None
         v.seconds = time.perf_counter() - start
-        _counts["built"] += 1
+        _counts[v.counter] += 1
         _build_seconds[0] += v.seconds
 
 
@@ -325,7 +327,8 @@ def wait_idle(timeout: float | None = None) -> bool:
 
 
 def stats() -> dict:
-    """Calls per tier, builds done, dropped and failed, and the seconds they took."""
+    """Calls per tier, builds done (of hot variants, and prebuilds), dropped and failed, and the
+    seconds they took."""
     with _lock:
         return dict(_counts, build_seconds=round(_build_seconds[0], 3),
                     queued=len(_builder._pending))

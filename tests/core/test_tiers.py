@@ -254,6 +254,7 @@ def test_prebuild_builds_once_in_the_background(policy, monkeypatch):
     _tiers.prebuild(prg, "dev")
     _tiers.prebuild(prg, "dev")  # known already: queued once
     assert _tiers.wait_idle(timeout=60) and prg.builds == 1
+    assert (_tiers.stats()["prebuilt"], _tiers.stats()["built"]) == (1, 0)
     assert _tiers.use_specialised(prg, "dev")  # built: ready for the first call that needs it
     off = FakeProgram("off")
     monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
