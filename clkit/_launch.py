@@ -146,7 +146,7 @@ class _Bound:
     """
 
     __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
-                 "local_args", "local_room")
+                 "local_args", "local_room", "sizes")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
@@ -161,6 +161,9 @@ class _Bound:
                       converter(self, p))
                      for i, p in enumerate(self.params)]
         self.sent = [_UNSET] * len(self.params)
+        # The last (global_size, local_size) given and checked, and what they became: a
+        # library plan passes the same objects call after call
+        self.sizes = (_UNSET, _UNSET, None, None)
         info = cl.kernel_work_group_info
         self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, rt.device.cl_device)
         # __local arguments share what the kernel's own __local variables leave (asked before
@@ -176,6 +179,11 @@ class _Bound:
 
 
 _UNSET = object()
+
+
+#: Work sizes of these types cannot change under the same object, so a check of them holds
+#: for the next call that passes the same objects (a list could be changed in between).
+_IMMUTABLE_SIZES = (int, tuple)
 
 
 def _short_path(p: Param) -> tuple:
@@ -327,14 +335,21 @@ class Kernel:
                     sent[i] = _UNSET  # until the driver has it
                     knl.set_arg(i, pack(value))
                     sent[i] = value
-            if global_size is not None:
-                gsize = _sizes(global_size, "global_size", self.name)
-            elif count is not None:
-                gsize = (count,)
+            last = bound.sizes
+            if global_size is last[0] and local_size is last[1]:
+                gsize, lsize = last[2], last[3]
             else:
-                raise ArgumentTypeError(f"kernel {self.name}: no array argument to take the "
-                                        "global size from; pass global_size=")
-            lsize = None if local_size is None else _check_local(bound, gsize, local_size)
+                if global_size is not None:
+                    gsize = _sizes(global_size, "global_size", self.name)
+                elif count is not None:
+                    gsize = (count,)
+                else:
+                    raise ArgumentTypeError(f"kernel {self.name}: no array argument to take "
+                                            "the global size from; pass global_size=")
+                lsize = None if local_size is None else _check_local(bound, gsize, local_size)
+                if type(global_size) in _IMMUTABLE_SIZES and (
+                        local_size is None or type(local_size) in _IMMUTABLE_SIZES):
+                    bound.sizes = (global_size, local_size, gsize, lsize)
             if 0 in gsize:
                 return launch  # nothing to run: not pending, so nothing to wait for or copy back
             try:

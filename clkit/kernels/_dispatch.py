@@ -29,7 +29,7 @@ import numpy as np
 from pyopencl.array import Array
 
 from .. import _transfer
-from .._devices import Device, select, select_many
+from .._devices import Device, check_process, select, select_many
 from .._errors import ArgumentValueError
 from .._pinned import result_empty
 from .._program import Program, load
@@ -208,7 +208,10 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
         out = check_out(name, out, op.shape, op.dtype, on_device)
     multi = is_multi(device)
     if on_device and not multi:
-        return _run_on_device(op, runtime(home_device(name, device, inputs + [out])), inputs, out)
+        rt = _arrays_runtime(inputs, out) if device is None else None
+        if rt is None:
+            rt = runtime(home_device(name, device, inputs + [out]))
+        return _run_on_device(op, rt, inputs, out)
     if multi:
         devices = select_many(device)
         home = home_device(name, None, inputs + [out]) if on_device else None
@@ -229,6 +232,19 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
     if op.gathers:
         return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype)) for r in results)
     return _transfer.upload(rt, result, out=out if out is not None else _memory.empty(rt, op.shape, op.dtype))
+
+
+def _arrays_runtime(inputs: list, out) -> Runtime | None:
+    """The working runtime every device array (and ``out``) belongs to; None when they
+    belong to several, one is lost or clkit did not make one (home_device then decides)."""
+    rt = runtime_of_array(inputs[0])
+    if rt is None or rt.lost is not None:
+        return None
+    for x in inputs[1:] if out is None else inputs[1:] + [out]:
+        if runtime_of_array(x) is not rt:
+            return None
+    check_process()
+    return rt
 
 
 def _numpy_result(op: Operation, devices) -> np.ndarray:

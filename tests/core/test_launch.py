@@ -329,6 +329,22 @@ def test_size_mistakes(saxpy, device):
         prg.k(3)
 
 
+def test_work_sizes_are_checked_when_they_change(saxpy):
+    """A repeated call reuses the check of the same size objects; a list is read each time."""
+    x = clkit.to_device(np.arange(16, dtype=np.float32), device=saxpy.program.device)
+    y = clkit.to_device(np.zeros(16, np.float32), device=saxpy.program.device)
+    sizes = [8]
+    saxpy(1.0, x, y, global_size=sizes, local_size=4)
+    sizes[0] = 16  # the same list, changed: all 16 elements this time
+    saxpy(1.0, x, y, global_size=sizes, local_size=4)
+    want = np.arange(16, dtype=np.float32)
+    want[:8] *= 2
+    np.testing.assert_array_equal(y.get(), want)
+    saxpy(1.0, x, y, global_size=(16,), local_size=4)
+    with pytest.raises(ValueError, match=r"global_size 16 is not a multiple of local_size 3"):
+        saxpy(1.0, x, y, global_size=(16,), local_size=3)
+
+
 def test_device_array_from_another_device(rng):
     devices = [d for d in clkit.devices()]
     if len(devices) < 2:
