@@ -16,9 +16,18 @@ class Geometry:
         self.variant = variant
         self.defines = defines
         self.__dict__.update(sizes)
+        self._made = {}  # (width, rows) -> sizes: the same tuples for every call of a plan
 
     def sizes(self, width: int, rows: int):
         """(global, local) sizes for ``rows`` rows of ``width`` pixels."""
+        made = self._made.get((width, rows))
+        if made is None:
+            if len(self._made) >= 64:
+                self._made.clear()
+            made = self._made[width, rows] = self._sizes(width, rows)
+        return made
+
+    def _sizes(self, width: int, rows: int):
         rowlen = width * self.channels
         if self.variant == "fused":
             return ((-(-rowlen // self.lx) * self.lx, -(-rows // (self.ly * self.py)) * self.ly),
