@@ -20,9 +20,16 @@ offers (``SCHED_IDLE`` on Linux, else the highest nice value), so that on a
 machine with few cores a build uses the cycles the caller leaves idle rather
 than the caller's (docs/benchmarks.md, "Tiered builds", has the measurement).
 
+On CPU drivers the generic program itself takes PoCL 1.5 to 2 seconds to
+build and launch the first time; built without optimisation it takes 0.6 s
+and runs about 20 times slower.  So until the optimised build is at hand, a
+call of small work (at most QUICK_WORK) runs that unoptimised build (the
+*quick* tier, the same sums) while the optimised one is made in the
+background, ahead of every hot variant; a larger call waits for it.
+
 Settings: ``CLKIT_BACKGROUND_BUILDS=0`` or :func:`background_builds`
 ``(False)`` turns the background builds off: a call then waits for its
-specialised build, as without tiers.  ``CLKIT_TIER=generic`` or
+specialised build, as without tiers.  ``CLKIT_TIER=quick``, ``generic`` or
 ``specialised`` (or :func:`tier`) forces one tier, for tests and benchmarks.
 :func:`clkit.kernels.warmup` builds chosen variants ahead of time.
 """
@@ -46,14 +53,20 @@ HOT_SCORE = 3.0
 LARGE_WORK = float(1 << 25)
 #: The most builds waiting; beyond it the coolest is dropped (it is queued again if it heats up).
 MAX_PENDING = 16
+#: The most work (output elements x taps) a call gives the quick tier: about 0.1 s of the
+#: unoptimised generic kernel on PoCL, against 1 to 2 s of waiting for the optimised build.
+QUICK_WORK = float(1 << 26)
+#: The heat of a quick tier's optimised build in the queue: it serves every variant, so it
+#: goes first.
+_FIRST = float("inf")
 
-_TIERS = ("auto", "generic", "specialised")
+_TIERS = ("auto", "quick", "generic", "specialised")
 _lock = threading.Lock()
 _variants: dict = {}  # key -> _Variant
 _forced: list = []  # tier() overrides, innermost last
 _enabled: list = []  # background_builds() setting, when set by a call
-_counts = {"generic": 0, "specialised": 0, "built": 0, "prebuilt": 0, "dropped": 0,
-           "failed": 0}
+_counts = {"generic": 0, "specialised": 0, "quick": 0, "built": 0, "prebuilt": 0,
+           "dropped": 0, "failed": 0}
 _build_seconds = [0.0]
 
 
@@ -108,7 +121,7 @@ def background_builds(enabled: bool | None = None) -> bool:
 
 
 def forced_tier() -> str:
-    """The tier calls must use: ``"auto"``, ``"generic"`` or ``"specialised"``."""
+    """The tier calls must use: ``"auto"``, ``"quick"``, ``"generic"`` or ``"specialised"``."""
     if _forced:
         return _forced[-1]
     value = os.environ.get("CLKIT_TIER", "auto").strip().lower() or "auto"
@@ -164,7 +177,7 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None,
         if v.state in ("cold", "queued"):
             v.heat += 1.0 + work / LARGE_WORK
             if v.state == "cold" and v.heat >= HOT_SCORE:
-                v.job = (program, device, prime)
+                v.job = (program, device, prime, None)
                 # Beside the Oclgrind simulator another thread's compiler crashes the process
                 if in_background and not simulator_in_use():
                     v.state = "queued"
@@ -173,7 +186,7 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None,
                     v.state = "building"
                     build_here = True
     if build_here:
-        _run_job(key, program, device, None)  # without priming: this call launches it
+        _run_job(key, program, device, None, None)  # without priming: this call launches it
     with _lock:
         ready = _variants[key].state == "ready"
         _counts["specialised" if ready else "generic"] += 1
@@ -186,11 +199,15 @@ def _count(specialised: bool) -> bool:
     return specialised
 
 
-def prebuild(program, device) -> None:
+def prebuild(program, device, prime=None, first=False, after=None) -> None:
     """Queue ``program``'s build for the background thread: a build later calls will likely need.
 
     Nothing happens when background builds are off, while the simulator is in use, or when the
-    program is built, queued or known already; it waits behind every hot variant.
+    program is built, queued or known already.  It waits behind every hot variant, or with
+    ``first`` goes ahead of them; ``prime()`` runs after the build, as for a hot variant.
+    ``after()``, called here when the build is queued, returns an event the build waits for
+    (drivers such as PoCL compile one program at a time, the first launch of a kernel
+    included: a build started beside the caller's first launch would hold that launch up).
     """
     if not background_builds() or simulator_in_use():
         return
@@ -202,19 +219,43 @@ def prebuild(program, device) -> None:
         if _build.available(program.source, program.options, device):
             v.state = "ready"
             return
-        v.state, v.job = "queued", (program, device, None)
+        v.state, v.job = "queued", (program, device, prime, after() if after else None)
+        v.heat = _FIRST if first else 0.0
         _builder.submit(key)
+
+
+def use_quick(program, device, *, work: float) -> bool:
+    """Whether a generic call runs the unoptimised build instead of ``program`` (the generic
+    program, optimised); the caller then queues the optimised build with :func:`prebuild`
+    (``first``), once it has launched the quick one.
+
+    Yes on a CPU driver, for a call of at most QUICK_WORK, while background builds are on and
+    ``program`` is not built yet; or when the quick tier is forced.
+    """
+    forced = forced_tier()
+    if forced != "auto":
+        quick = forced == "quick"
+    else:
+        quick = (device.type == "cpu" and not device.simulator and work <= QUICK_WORK
+                 and background_builds() and not simulator_in_use()
+                 and not _build.available(program.source, program.options, device))
+    if quick:
+        with _lock:
+            _counts["quick"] += 1
+    return quick
 
 
 def build_now(program, device, prime=None) -> None:
     """Build a specialised program now, in this thread, and mark it ready (for warmup)."""
     key = (program.origin, program.options, device)
-    _run_job(key, program, device, prime)
+    _run_job(key, program, device, prime, None)
 
 
-def _run_job(key, program, device, prime) -> None:
+def _run_job(key, program, device, prime, after) -> None:
     start = time.perf_counter()
     try:
+        if after is not None:
+            after.wait()
         program.build(device)
         if prime is not None:
             prime()
@@ -277,10 +318,10 @@ class _Builder:
                     v.state, v.heat, v.job = "cold", 0.0, None
                     continue
                 v.state = "building"
-                program, device, prime = v.job
+                program, device, prime, after = v.job
                 self._busy = True
             try:
-                _run_job(key, program, device, prime)
+                _run_job(key, program, device, prime, after)
             finally:
                 with self._cv:
                     self._busy = False

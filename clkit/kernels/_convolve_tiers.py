@@ -10,9 +10,11 @@ launch through :mod:`clkit._tiers`.
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .. import _tiers
+from .._runtime import runtime
 from ._dispatch import program, round_up
 
 
@@ -61,6 +63,8 @@ _TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
      np.float32))}
 
 
+#: The quick tier's build of the generic program (see clkit._tiers)
+QUICK_OPTIONS = ("-cl-opt-disable",)
 _NO_ROWMAP = np.zeros(1, np.int32)
 _CL_ACC = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
@@ -72,7 +76,7 @@ class Generic:
     length, accumulator order), so that both give the same sums.
     """
 
-    def __init__(self, f, geometry, rt, queue, border: int):
+    def __init__(self, f, geometry, rt, queue, border: int, work=None):
         device = rt.device
         self.cpu = geometry.variant == "cpu"
         self.acc = f.acc(device)
@@ -87,16 +91,42 @@ class Generic:
         self.queue = queue
         self.device = device
         self.options = ("-cl-opt-disable",) if device.simulator else ()  # see Filter._program
-        self.prg = program("convolve_generic", options=self.options, ACC_T=_CL_ACC[self.acc],
-                           GV=vw, CHUNK=chunk)
+        defines = dict(ACC_T=_CL_ACC[self.acc], GV=vw, CHUNK=chunk)
+        self.prg = program("convolve_generic", options=self.options, **defines)
+        # A call (work given) may run the build without optimisation until this one is ready;
+        # then ``optimised`` is the build to queue once the call is launched
+        self.optimised = None
+        if work is not None and _tiers.use_quick(self.prg, device, work=work):
+            self.optimised = self.prg
+            self.prg = program("convolve_generic", options=QUICK_OPTIONS, **defines)
         # to_acc, for images of other dtypes: built in the background from the first call on,
         # so that the first such image does not wait for a compiler (80 ms on an H200)
         self._convert = program("convolve_generic", options=self.options, CONVERT=1,
                                 ACC_T=_CL_ACC[self.acc])
-        _tiers.prebuild(self._convert, device)
+        _tiers.prebuild(self._convert, device, prime=self._prime_convert)
         self.border = border  # clkit.h's number of the border mode
         self.skip = int(f.skip_zero_taps)
         self.order = 1 if self.cpu else 0
+
+    def queue_optimised(self, queue, prime) -> None:
+        """After a call of the quick tier: the optimised generic program, built (and primed by
+        ``prime()``) in the background once the call's kernels have run."""
+        _tiers.prebuild(self.optimised, self.device, prime, first=True,
+                        after=lambda: cl.enqueue_marker(queue))
+
+    def _prime_convert(self):
+        """to_acc's first launch, on a queue of its own (PoCL compiles a kernel's code then).
+
+        Over 2**16 work-items: PoCL 3.1 compiles one version of a kernel for launches of fewer
+        (which the next larger launch compiles again) and one that serves every size.
+        """
+        rt = runtime(self.device)
+        queue = rt.new_queue()
+        n = 1 << 17
+        src = cl_array.zeros(queue, n, np.uint8)
+        out = cl_array.empty(queue, n, self.acc)
+        self._convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=n, local_size=64,
+                             device=self.device, queue=queue)
 
     def device_src(self, src):
         """A device image in the accumulation type (converted by to_acc)."""

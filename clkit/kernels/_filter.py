@@ -279,6 +279,7 @@ class Filter(Operation):
         must = self.acc(device) != self.dtype
         work = (r1 - r0) * self.shape[1] * self.channels * self.taps(device)
         prime = functools.partial(self._prime, rt)
+        prime_generic = functools.partial(self._prime, rt, generic=True)
         border = list(MODES).index(self.mode)
         # Oclgrind cannot take a second thread's launches: its hot variants build in the call
         background = not device.simulator
@@ -287,8 +288,11 @@ class Filter(Operation):
             if must or _tiers.use_specialised(prg, device, work=work, prime=prime,
                                               in_background=background):
                 return specialised(queue, srcs, dst)
-            generic = Generic(self, shape, rt, queue, border=border)
-            return self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])], dst)
+            generic = Generic(self, shape, rt, queue, border=border, work=work)
+            result = self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])], dst)
+            if generic.optimised is not None:  # the quick tier ran: build the optimised next
+                generic.queue_optimised(queue, prime_generic)
+            return result
         return launch
 
     def _passes(self, rt, r0, r1, passes, private=None):
@@ -345,20 +349,26 @@ class Filter(Operation):
             passes.cols(self, tmp, rowmap, col, dst, out_rows, cval_cols, queue=queue, **common)
         return launch
 
-    def _prime(self, rt):
-        """Run the specialised kernels once on a few rows, on a queue of their own.
+    def _prime(self, rt, generic=False):
+        """Run the specialised kernels (or the optimised generic ones) once on a few rows, on a
+        queue of their own.
 
         Some drivers (PoCL) finish compiling a kernel at its first launch; a
         background build does that too, so that the caller does not.
         """
         rt = runtime(rt.device)  # the device's context now: it may have been lost and made anew
-        prg, shape = self._program(rt.device)
         width = max(1, 4 * 64 // self.channels)  # wide enough for the launch's usual local size
         small = Filter(self.name, (4, width) + self.shape[2:], self.image_dtype, self.corr,
                        self.anchor, self.factors, self.mode, self.cval, self.key[3],
                        self.skip_zero_taps)
         queue = rt.new_queue()
-        src = _transfer.upload(rt, loadable(np.zeros(small.shape, self.image_dtype)), queue)
-        dst = cl_array.empty(queue, small.shape, self.dtype)
-        small._passes(rt, 0, 4, Specialised(prg, shape), private=queue)(queue, [src], dst)
+        prg, shape = self._program(rt.device)
+        if generic:
+            passes = Generic(small, shape, rt, queue, border=list(MODES).index(self.mode))
+            src = _transfer.upload(rt, np.zeros(small.shape, passes.acc), queue)
+        else:
+            passes = Specialised(prg, shape)
+            src = _transfer.upload(rt, loadable(np.zeros(small.shape, self.image_dtype)), queue)
+        dst = cl_array.empty(queue, small.shape, passes.acc if generic else self.dtype)
+        small._passes(rt, 0, 4, passes, private=queue)(queue, [src], dst)
         queue.finish()

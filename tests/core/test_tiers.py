@@ -14,6 +14,7 @@ import time
 import warnings
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
@@ -28,12 +29,22 @@ from _reference import (MODES, assert_close_scaled, convolve_reference, filter_u
                         reporting, result_dtype)
 
 
-def both_tiers(fn):
+def both_tiers(device, fn):
+    """The generic and the specialised results of ``fn()``; the quick tier (the generic program
+    built without optimisation) is checked on the way to give the generic tier's values: to the
+    bit on CPU drivers (checked on PoCL, Oclgrind and Intel's runtime), to float rounding on
+    others, whose compilers may contract multiply-adds differently without optimisation."""
     out = {}
-    for name in ("generic", "specialised"):
+    for name in ("quick", "generic", "specialised"):
         with _tiers.tier(name):
             out[name] = fn()
-    return out["generic"], out["specialised"]
+    quick, generic = out["quick"], out["generic"]
+    assert quick.dtype == generic.dtype
+    if device.cl_device.type & cl.device_type.GPU:
+        np.testing.assert_allclose(quick, generic, rtol=1e-5, atol=1e-6, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(quick, generic)
+    return generic, out["specialised"]
 
 
 # The compilers whose contraction of multiply-adds was checked to be the same in both builds.
@@ -77,7 +88,7 @@ def test_convolve_tiers_agree(device, rng, mode, mask_name):
         mask = mask[:9, :9]
     shape = (13, 37) if device.simulator else (61, 203)
     image = random_image(rng, shape, np.float32)
-    generic, specialised = both_tiers(
+    generic, specialised = both_tiers(device,
         lambda: ck.convolve(image, mask, mode=mode, cval=2.5, device=device))
     expected, scale = convolve_reference(image, mask, mode, 2.5)
     assert_same_sums(generic, specialised, cpu_variant(device, image, mask), expected, scale,
@@ -92,7 +103,7 @@ def test_convolve_tiers_dtypes_and_channels(device, rng, dtype, channels):
     shape = ((9, 23) if device.simulator else (47, 131)) + ((channels,) if channels > 1 else ())
     image = random_image(rng, shape, dtype)
     for mask in (rng.standard_normal((3, 4)), np.outer([1, 4, 6, 4, 1], [1, 2, 1]) / 64.0):
-        generic, specialised = both_tiers(
+        generic, specialised = both_tiers(device,
             lambda: ck.convolve(image, mask, mode="mirror", device=device))
         expected, scale = convolve_reference(image, mask, "mirror", 0.0)
         assert_same_sums(generic, specialised, cpu_variant(device, image, mask), expected,
@@ -111,7 +122,7 @@ def test_tiers_agree_with_the_gpu_layout(device, rng, dtype, channels):
     image = random_image(rng, shape, dtype)
     with reporting(device, type="gpu"):
         for mask in (rng.standard_normal((5, 3)), np.outer([1, 4, 6, 4, 1], [1, 2, 1]) / 64.0):
-            generic, specialised = both_tiers(
+            generic, specialised = both_tiers(device,
                 lambda: ck.convolve(image, mask, mode="wrap", device=device))
             expected, scale = convolve_reference(image, mask, "wrap", 0.0)
             assert_same_sums(generic, specialised, False, expected, scale, result_dtype(dtype),
@@ -135,7 +146,7 @@ def test_generic_tier_of_a_device_integer_image(device, rng):
 @pytest.mark.parametrize("sigma", [0.7, 2.5, (1.0, 3.0)])
 def test_gaussian_tiers_agree(device, rng, sigma):
     image = random_image(rng, (15, 33) if device.simulator else (90, 160), np.float32)
-    generic, specialised = both_tiers(
+    generic, specialised = both_tiers(device,
         lambda: ck.gaussian_blur(image, sigma, mode="constant", cval=1.0, device=device))
     expected, scale = gaussian_reference(image, sigma, "constant", 1.0, 4.0)
     taps = 2 * gaussian_radius(max(np.atleast_1d(sigma)), 4.0) + 1
@@ -260,6 +271,50 @@ def test_prebuild_builds_once_in_the_background(policy, monkeypatch):
     monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
     _tiers.prebuild(off, "dev")
     assert _tiers.wait_idle(timeout=60) and off.builds == 0
+
+
+class FakeDevice:
+    def __init__(self, type="cpu", simulator=False):
+        self.type, self.simulator = type, simulator
+
+
+def test_the_quick_tier_serves_small_calls_until_the_optimised_build_is_ready(policy,
+                                                                               monkeypatch):
+    prg = FakeProgram("generic")
+    monkeypatch.setattr(_build, "available", lambda source, options, device: prg.builds > 0)
+    cpu = FakeDevice()
+    small, large = _tiers.QUICK_WORK / 2, _tiers.QUICK_WORK * 2
+    assert _tiers.use_quick(prg, cpu, work=small)
+    assert not _tiers.use_quick(prg, cpu, work=large)  # a large call waits for the build
+    assert not _tiers.use_quick(prg, FakeDevice("gpu"), work=small)
+    assert not _tiers.use_quick(prg, FakeDevice(simulator=True), work=small)
+    waited = []
+
+    class Event:
+        def wait(self):
+            waited.append(prg.builds)
+
+    _tiers.prebuild(prg, cpu, first=True, after=Event)
+    assert _tiers.wait_idle(timeout=60)
+    assert waited == [0] and prg.builds == 1  # the event first, then the build
+    assert not _tiers.use_quick(prg, cpu, work=small)
+    assert _tiers.stats()["quick"] == 1
+    with _tiers.tier("quick"):
+        assert _tiers.use_quick(prg, cpu, work=large)
+        assert not _tiers.use_specialised(prg, cpu)
+
+
+def test_a_first_prebuild_goes_ahead_of_hot_variants(policy):
+    gate = threading.Event()
+    order = []
+    large = 2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK
+    start_blocking_build(gate)
+    _tiers.use_specialised(FakeProgram("hot"), "dev", work=large, prime=lambda: order.append("hot"))
+    _tiers.prebuild(FakeProgram("later"), "dev", prime=lambda: order.append("later"))
+    _tiers.prebuild(FakeProgram("first"), "dev", prime=lambda: order.append("first"), first=True)
+    gate.set()
+    assert _tiers.wait_idle(timeout=60)
+    assert order == ["first", "hot", "later"]
 
 
 def test_a_driver_without_threads_builds_in_the_call(policy):
