@@ -83,9 +83,15 @@ def build(source: Source, options: tuple, device: Device) -> Built:
     with lock:
         done = _builds.get(k)
         if done is None:
+            rt = runtime(device)
             with _one_at_a_time if simulator_in_use() else contextlib.nullcontext():
-                done = _compile(source, options, device)
-            _builds[k] = Built(done.program, device, done.signatures, done.log, "memory", 0.0)
+                done = _compile(source, options, rt)
+            with _lock:
+                # A context lost while this compiled (another thread's build, say) has gone with
+                # its programs: kept, this one would be bound to the new context's queues
+                if rt.lost is None:
+                    _builds[k] = Built(done.program, device, done.signatures, done.log,
+                                       "memory", 0.0)
         return done
 
 
@@ -112,8 +118,8 @@ def _forget_context(rt) -> None:
 on_loss(_forget_context)
 
 
-def _compile(source: Source, options: tuple, device: Device) -> Built:
-    rt = runtime(device)
+def _compile(source: Source, options: tuple, rt) -> Built:
+    device = rt.device
     full = options + (_ARG_INFO,)
     opts = " ".join(full)
     entry = _cache.key(source.text, full, device)

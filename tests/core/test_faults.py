@@ -29,7 +29,7 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit import _build, _launch, _runtime, _transfer
+from clkit import _build, _launch, _runtime, _tiers, _transfer
 from clkit._errors import DeviceRef, DriverError
 from clkit.kernels import convolve
 
@@ -235,8 +235,13 @@ def test_a_child_forked_before_any_opencl_use_works_normally():
 # -- a lost device context ------------------------------------------------------------------
 
 @pytest.fixture
-def restore_runtimes():
-    """Put clkit's runtimes back afterwards: these tests make it drop contexts that work."""
+def restore_runtimes(monkeypatch):
+    """Put clkit's runtimes back afterwards: these tests make it drop contexts that work.
+
+    No background build runs meanwhile: its launches, on any device, would meet the failing
+    driver calls the tests put in place, and its builds the runtimes they swap."""
+    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    _tiers.wait_idle()
     names = ("_runtimes", "_by_queue", "_lost", "_losses", "_dead")
     saved = {name: type(getattr(_runtime, name))(getattr(_runtime, name)) for name in names}
     builds = dict(_build._builds)
