@@ -21,7 +21,7 @@ machine with few cores a build uses the cycles the caller leaves idle rather
 than the caller's (docs/benchmarks.md, "Tiered builds", has the measurement).
 
 On CPU drivers the generic program itself takes PoCL 1.5 to 2 seconds to
-build and launch the first time; built without optimisation it takes 0.6 s
+build and launch the first time; built without optimisation it takes 0.7 s
 and runs about 20 times slower.  So until the optimised build is at hand, a
 call of small work (at most QUICK_WORK) runs that unoptimised build (the
 *quick* tier, the same sums) while the optimised one is made in the

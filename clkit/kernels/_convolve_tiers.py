@@ -13,7 +13,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from .. import _tiers
+from .. import _tiers, _transfer
 from .._runtime import runtime
 from ._dispatch import program, round_up
 
@@ -63,8 +63,9 @@ _TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
      np.float32))}
 
 
-#: The quick tier's build of the generic program (see clkit._tiers)
-QUICK_OPTIONS = ("-cl-opt-disable",)
+#: Builds without optimisation: the quick tier's (see clkit._tiers), and every build on the
+#: simulator (see Filter._program)
+UNOPTIMISED = ("-cl-opt-disable",)
 _NO_ROWMAP = np.zeros(1, np.int32)
 _CL_ACC = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
@@ -90,7 +91,7 @@ class Generic:
         self.local = (64, 1) if device.type == "gpu" else (8, 8)
         self.queue = queue
         self.device = device
-        self.options = ("-cl-opt-disable",) if device.simulator else ()  # see Filter._program
+        self.options = UNOPTIMISED if device.simulator else ()
         defines = dict(ACC_T=_CL_ACC[self.acc], GV=vw, CHUNK=chunk)
         self.prg = program("convolve_generic", options=self.options, **defines)
         # A call (work given) may run the build without optimisation until this one is ready;
@@ -98,7 +99,7 @@ class Generic:
         self.optimised = None
         if work is not None and _tiers.use_quick(self.prg, device, work=work):
             self.optimised = self.prg
-            self.prg = program("convolve_generic", options=QUICK_OPTIONS, **defines)
+            self.prg = program("convolve_generic", options=UNOPTIMISED, **defines)
         # to_acc, for images of other dtypes: built in the background from the first call on,
         # so that the first such image does not wait for a compiler (80 ms on an H200)
         self._convert = program("convolve_generic", options=self.options, CONVERT=1,
@@ -123,7 +124,7 @@ class Generic:
         rt = runtime(self.device)
         queue = rt.new_queue()
         n = 1 << 17
-        src = cl_array.zeros(queue, n, np.uint8)
+        src = _transfer.upload(rt, np.zeros(n, np.uint8), queue)
         out = cl_array.empty(queue, n, self.acc)
         self._convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=n, local_size=64,
                              device=self.device, queue=queue)

@@ -23,7 +23,7 @@ from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                       require_fp64)
 from ._conv_geometry import fused, geometry
-from ._convolve_tiers import Generic, Specialised
+from ._convolve_tiers import UNOPTIMISED, Generic, Specialised
 from ._dispatch import CL_TYPES, Operation, program
 from ._taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
 
@@ -231,7 +231,7 @@ class Filter(Operation):
             # Oclgrind 21.10: its uninitialised-value check misreads register permutes, and
             # its interpreter stops at instructions (freeze) that LLVM's optimiser emits.
             defines.setdefault("CPU_PERMUTE", 2)
-            options = ("-cl-opt-disable",)
+            options = UNOPTIMISED
         return program(f"convolution_{shape.variant}", options=options, **defines), shape
 
     def _zero_tap_defines(self, device) -> dict:
