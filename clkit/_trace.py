@@ -365,6 +365,8 @@ class _Tracks:
         # The latest lower bound and the earliest upper bound bracket the offset (drivers
         # whose clocks disagree with that get the middle).
         self.offsets = {d: (hi if lo <= hi else (lo + hi) // 2) for d, (lo, hi) in bounds.items()}
+        # How late a mapped time may be: the bracket's width (or half the disagreement).
+        self.spread = {d: hi - lo if lo <= hi else (lo - hi) // 2 for d, (lo, hi) in bounds.items()}
         self.records = records
 
     def queue(self, rec):
