@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import clkit
-from clkit import _tiers
+from clkit import _helper, _tiers
 from clkit.kernels import convolve, gaussian_blur
 
 
@@ -79,7 +79,7 @@ def contention(opts, device, image):
 
     def builds(low: bool, stop: threading.Event):
         if low:
-            _tiers._lower_priority()
+            _helper.lower_priority()
         while not stop.is_set():  # new variants (mask sizes), each a full compile
             n = next(sizes)
             prg = clkit.Program.from_source(

@@ -58,6 +58,10 @@ class Device:
     cl_device: cl.Device = field(repr=False)
     key: int = field(repr=False, default=0)  # the driver's handle: identity, hashed often
 
+    def __reduce__(self):
+        # By reference: another process of this machine finds the device by its id and name.
+        return _by_reference, (self.id, self.name)
+
     @property
     def short_platform(self) -> str:
         """A short lowercase platform name (``pocl``, ``nvidia``, ``oclgrind``...)."""
@@ -188,6 +192,13 @@ def all_devices() -> list[Device]:
                 found += [_describe(pid, did, platform, d) for did, d in enumerate(cl_devices)]
             _all = found
         return list(_all)
+
+
+def _by_reference(device_id: str, name: str) -> Device:
+    for d in all_devices():
+        if d.id == device_id and d.name == name:
+            return d
+    raise DeviceNotFoundError(f"no device {device_id} named {name!r} in this process")
 
 
 def devices(type: str | None = None) -> list[Device]:

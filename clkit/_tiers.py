@@ -43,7 +43,9 @@ import threading
 import time
 import warnings
 
-from . import _build
+import pyopencl as cl
+
+from . import _build, _helper
 from ._runtime import simulator_in_use
 
 #: The heat at which a variant's specialised build is queued.
@@ -199,35 +201,55 @@ def _count(specialised: bool) -> bool:
     return specialised
 
 
-def prebuild(program, device, prime=None, first=False, after=None) -> None:
+def prebuild(program, device, prime=None, first=False, after=None) -> bool:
     """Queue ``program``'s build for the background thread: a build later calls will likely need.
 
     Nothing happens when background builds are off, while the simulator is in use, or when the
     program is built, queued or known already.  It waits behind every hot variant, or with
-    ``first`` goes ahead of them; ``prime()`` runs after the build, as for a hot variant.
-    ``after()``, called here when the build is queued, returns an event the build waits for
-    (drivers such as PoCL compile one program at a time, the first launch of a kernel
-    included: a build started beside the caller's first launch would hold that launch up).
+    ``first`` goes ahead of them (behind the ``first`` ones queued before it); ``prime()`` runs
+    after the build, as for a hot variant.  ``after`` (an event, or :class:`AfterLaunch`) is
+    what a build in this process waits for: drivers such as PoCL compile one program at a
+    time, the first launch of a kernel included, so that a build started beside the caller's
+    first launch would hold that launch up (the helper process of clkit/_helper.py starts at
+    once).  Whether the build was queued.
     """
     if not background_builds() or simulator_in_use():
-        return
+        return False
     key = (program.origin, program.options, device)
     with _lock:
         if key in _variants:
-            return
+            return False
         v = _variants[key] = _Variant("prebuilt")
         if _build.available(program.source, program.options, device):
             v.state = "ready"
-            return
-        v.state, v.job = "queued", (program, device, prime, after() if after else None)
+            return False
+        v.state, v.job = "queued", (program, device, prime, after)
         v.heat = _FIRST if first else 0.0
         _builder.submit(key)
+    return True
+
+
+class AfterLaunch:
+    """What a background build waits for: the end of a call's kernels, enqueued after the
+    build was queued (``launched(queue)`` then marks them)."""
+
+    def __init__(self):
+        self._launched = threading.Event()
+        self._marker = None
+
+    def launched(self, queue) -> None:
+        self._marker = cl.enqueue_marker(queue)
+        self._launched.set()
+
+    def wait(self) -> None:
+        self._launched.wait()
+        self._marker.wait()
 
 
 def use_quick(program, device, *, work: float) -> bool:
     """Whether a generic call runs the unoptimised build instead of ``program`` (the generic
     program, optimised); the caller then queues the optimised build with :func:`prebuild`
-    (``first``), once it has launched the quick one.
+    (``first``, ``after`` the quick launch).
 
     Yes on a CPU driver, for a call of at most QUICK_WORK, while background builds are on and
     ``program`` is not built yet; or when the quick tier is forced.
@@ -242,6 +264,7 @@ def use_quick(program, device, *, work: float) -> bool:
     if quick:
         with _lock:
             _counts["quick"] += 1
+        _helper.start(device)  # the optimised build will go there: start it during this call
     return quick
 
 
@@ -251,9 +274,14 @@ def build_now(program, device, prime=None) -> None:
     _run_job(key, program, device, prime, None)
 
 
-def _run_job(key, program, device, prime, after) -> None:
+def _run_job(key, program, device, prime, after, helper=False) -> None:
     start = time.perf_counter()
     try:
+        payload = _helper.takes(device, prime) if helper and prime is not None else None
+        if payload is not None:
+            # built and launched in the helper process (at once: another process holds up
+            # none of this one's builds), then here both come from the disk caches
+            _helper.run(payload)
         if after is not None:
             after.wait()
         program.build(device)
@@ -304,7 +332,7 @@ class _Builder:
         self._cv.notify()
 
     def _loop(self) -> None:
-        _lower_priority()
+        _helper.lower_priority()
         while True:
             with self._cv:
                 while not self._pending and not self._closed:
@@ -321,7 +349,7 @@ class _Builder:
                 program, device, prime, after = v.job
                 self._busy = True
             try:
-                _run_job(key, program, device, prime, after)
+                _run_job(key, program, device, prime, after, helper=True)
             finally:
                 with self._cv:
                     self._busy = False
@@ -343,19 +371,6 @@ class _Builder:
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-
-
-def _lower_priority() -> None:
-    """Give this thread the machine's idle cycles only (Linux: per thread)."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        return
-    except (AttributeError, OSError):
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (AttributeError, OSError):
-        pass
 
 
 _builder = _Builder()

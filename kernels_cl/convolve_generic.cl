@@ -10,7 +10,7 @@
  * the specialised one compiles in the background (clkit/_tiers.py).
  *
  * Images of other types are first converted to ACC_T, as convolution_cpu.cl converts on every
- * load (numpy on the host, or to_acc, which -D CONVERT builds alone, for device arrays), so the
+ * load (by to_acc, which -D CONVERT builds alone), so the
  * one filter kernel reads ACC_T only and one build covers every dtype: the fewer kernels, the
  * faster the build (PoCL spends a few hundred milliseconds on each).
  *
@@ -29,7 +29,8 @@
  *
  * Defines: ACC_T (float or double, default float), GV (vector width, default 16; the host
  * passes the specialised CPU build's VW), CHUNK (vectors per work-item, default 4), CONVERT
- * (build to_acc only).
+ * (build to_acc only), WITH_CONVERT (build to_acc beside the filter kernels: the quick tier's
+ * one build, in which to_acc costs little).
  */
 #include "clkit.h"
 
@@ -78,7 +79,7 @@ CLK_INLINE int fold_by(int i, int n, int border)
     }
 }
 
-#ifdef CONVERT
+#if defined(CONVERT) || defined(WITH_CONVERT)
 /* An image of another element type converted to ACC_T, element i per work-item; `type` names
  * the source type (TYPE_* below). One kernel with a uniform switch rather than one per type. */
 #define TYPE_CHAR 0
@@ -109,8 +110,9 @@ __kernel void to_acc(__global const void* restrict src, __global ACC_T* restrict
     default: dst[i] = FROM(float); break;
     }
 }
+#endif
 
-#else
+#ifndef CONVERT
 
 /* Runs at the row's ends, and rows of cval: element by element, folding each tap. Element e
  * sums the taps that lane e of the CPU variant's vectors sums, in the same accumulators (by

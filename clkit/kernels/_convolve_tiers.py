@@ -9,11 +9,12 @@ launch through :mod:`clkit._tiers`.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cl_array
 
-from .. import _tiers, _transfer
+from .. import _build, _tiers, _transfer
 from .._runtime import runtime
 from ._dispatch import program, round_up
 
@@ -70,6 +71,27 @@ _NO_ROWMAP = np.zeros(1, np.int32)
 _CL_ACC = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
+def prime_convert(device, acc, options, **defines) -> None:
+    """to_acc's first launch, on a queue of its own (PoCL compiles a kernel's code then), in
+    the build with these options and defines (to_acc's own by default).
+
+    Over 2**16 work-items: PoCL 3.1 compiles one version of a kernel for launches of fewer
+    (which the next larger launch compiles again) and one that serves every size.
+    """
+    rt = runtime(device)
+    queue = rt.new_queue()
+    n = 1 << 17
+    src = _transfer.upload(rt, np.zeros(n, np.uint8), queue)
+    out = cl_array.empty(queue, n, acc)
+    convert = program("convolve_generic", options=options,
+                      **(defines or {"CONVERT": 1, "ACC_T": _CL_ACC[acc]}))
+    convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=n, local_size=64,
+                   device=device, queue=queue)
+
+
+_quick_convert_ready: set = set()  # devices whose quick build has run its to_acc once
+
+
 class Generic:
     """The passes of a filter through the generic build (convolve_generic.cl).
 
@@ -97,37 +119,42 @@ class Generic:
         # A call (work given) may run the build without optimisation until this one is ready;
         # then ``optimised`` is the build to queue once the call is launched
         self.optimised = None
-        if work is not None and _tiers.use_quick(self.prg, device, work=work):
-            self.optimised = self.prg
-            self.prg = program("convolve_generic", options=UNOPTIMISED, **defines)
-        # to_acc, for images of other dtypes: built in the background from the first call on,
-        # so that the first such image does not wait for a compiler (80 ms on an H200)
         self._convert = program("convolve_generic", options=self.options, CONVERT=1,
                                 ACC_T=_CL_ACC[self.acc])
-        _tiers.prebuild(self._convert, device, prime=self._prime_convert)
+        self._convert_here = self._convert  # the build device_src runs
+        if work is not None and _tiers.use_quick(self.prg, device, work=work):
+            self.optimised = self.prg
+            quick = dict(defines, WITH_CONVERT=1)
+            self.prg = program("convolve_generic", options=UNOPTIMISED, **quick)
+            if not _build.available(self._convert.source, self._convert.options, device):
+                self._convert_here = self.prg
+                if device not in _quick_convert_ready:
+                    # its code generated now (50 ms on PoCL), not at the first image of another
+                    # dtype, which the background builds could then hold up
+                    prime_convert(device, self.acc, UNOPTIMISED, **quick)
+                    _quick_convert_ready.add(device)
         self.border = border  # clkit.h's number of the border mode
         self.skip = int(f.skip_zero_taps)
         self.order = 1 if self.cpu else 0
 
-    def queue_optimised(self, queue, prime) -> None:
-        """After a call of the quick tier: the optimised generic program, built (and primed by
-        ``prime()``) in the background once the call's kernels have run."""
-        _tiers.prebuild(self.optimised, self.device, prime, first=True,
-                        after=lambda: cl.enqueue_marker(queue))
+    def queue_builds(self, prime) -> _tiers.AfterLaunch | None:
+        """Before a call's launch: the builds its successors will want, made in the
+        background (in this process once the call's kernels have run, as PoCL would hold them
+        up otherwise: the caller marks them with the returned object's ``launched(queue)``; None
+        when nothing was queued).
 
-    def _prime_convert(self):
-        """to_acc's first launch, on a queue of its own (PoCL compiles a kernel's code then).
-
-        Over 2**16 work-items: PoCL 3.1 compiles one version of a kernel for launches of fewer
-        (which the next larger launch compiles again) and one that serves every size.
+        After a call of the quick tier, the optimised generic program (primed by
+        ``prime()``), which serves every variant; then to_acc, for images of other dtypes, so
+        that the first such image does not wait for a compiler (80 ms on an H200; the quick
+        tier's build has one meanwhile).
         """
-        rt = runtime(self.device)
-        queue = rt.new_queue()
-        n = 1 << 17
-        src = _transfer.upload(rt, np.zeros(n, np.uint8), queue)
-        out = cl_array.empty(queue, n, self.acc)
-        self._convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=n, local_size=64,
-                             device=self.device, queue=queue)
+        after = _tiers.AfterLaunch()
+        queued = self.optimised is not None and _tiers.prebuild(
+            self.optimised, self.device, prime, first=True, after=after)
+        queued |= _tiers.prebuild(self._convert, self.device, after=after, first=True,
+                                  prime=functools.partial(prime_convert, self.device,
+                                                          self.acc, self.options))
+        return after if queued else None
 
     def device_src(self, src):
         """A device image in the accumulation type (converted by to_acc)."""
@@ -135,8 +162,9 @@ class Generic:
             return src
         out = cl_array.empty(self.queue, src.shape, self.acc)
         n = src.size
-        self._convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=round_up(n, 64),
-                       local_size=64, device=self.device, wait=False, queue=self.queue)
+        self._convert_here.to_acc(src, out, n, _TYPE_CODES[src.dtype],
+                                  global_size=round_up(n, 64), local_size=64, device=self.device,
+                                  wait=False, queue=self.queue)
         return out
 
     def _launch(self, f, src, rowmap, mask, dst, rows, cval, kh, kw, anchor_x, unroll,

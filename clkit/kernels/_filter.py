@@ -278,8 +278,9 @@ class Filter(Operation):
         specialised = self._passes(rt, r0, r1, Specialised(prg, shape))
         must = self.acc(device) != self.dtype
         work = (r1 - r0) * self.shape[1] * self.channels * self.taps(device)
-        prime = functools.partial(self._prime, rt)
-        prime_generic = functools.partial(self._prime, rt, generic=True)
+        # picklable, so that a helper process can build and launch them (clkit/_helper.py)
+        prime = functools.partial(self._prime, device)
+        prime_generic = functools.partial(self._prime, device, generic=True)
         border = list(MODES).index(self.mode)
         # Oclgrind cannot take a second thread's launches: its hot variants build in the call
         background = not device.simulator
@@ -289,10 +290,13 @@ class Filter(Operation):
                                               in_background=background):
                 return specialised(queue, srcs, dst)
             generic = Generic(self, shape, rt, queue, border=border, work=work)
-            result = self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])], dst)
-            if generic.optimised is not None:  # the quick tier ran: build the optimised next
-                generic.queue_optimised(queue, prime_generic)
-            return result
+            after = generic.queue_builds(prime_generic)
+            try:
+                return self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])],
+                                                         dst)
+            finally:
+                if after is not None:
+                    after.launched(queue)
         return launch
 
     def _passes(self, rt, r0, r1, passes, private=None):
@@ -349,14 +353,14 @@ class Filter(Operation):
             passes.cols(self, tmp, rowmap, col, dst, out_rows, cval_cols, queue=queue, **common)
         return launch
 
-    def _prime(self, rt, generic=False):
+    def _prime(self, device, generic=False):
         """Run the specialised kernels (or the optimised generic ones) once on a few rows, on a
         queue of their own.
 
         Some drivers (PoCL) finish compiling a kernel at its first launch; a
         background build does that too, so that the caller does not.
         """
-        rt = runtime(rt.device)  # the device's context now: it may have been lost and made anew
+        rt = runtime(device)  # the device's context now: it may have been lost and made anew
         width = max(1, 4 * 64 // self.channels)  # wide enough for the launch's usual local size
         small = Filter(self.name, (4, width) + self.shape[2:], self.image_dtype, self.corr,
                        self.anchor, self.factors, self.mode, self.cval, self.key[3],

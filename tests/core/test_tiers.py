@@ -294,7 +294,7 @@ def test_the_quick_tier_serves_small_calls_until_the_optimised_build_is_ready(po
         def wait(self):
             waited.append(prg.builds)
 
-    _tiers.prebuild(prg, cpu, first=True, after=Event)
+    _tiers.prebuild(prg, cpu, first=True, after=Event())
     assert _tiers.wait_idle(timeout=60)
     assert waited == [0] and prg.builds == 1  # the event first, then the build
     assert not _tiers.use_quick(prg, cpu, work=small)

@@ -1,0 +1,132 @@
+"""The helper process that makes background builds on CPU drivers (clkit/_helper.py).
+
+Its protocol is tested with jobs from the standard library (one that answers, one that raises,
+one that ends the helper, one that hangs). A whole cold start, whose background builds go
+through the helper, runs in a new process on each device (with empty caches, so that the
+builds are real) and is checked against scipy.
+"""
+
+import functools
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+import types
+
+import numpy as np
+import pytest
+
+from clkit import _devices, _helper
+from clkit._errors import DeviceNotFoundError
+from _reference import assert_close_scaled, convolve_reference, filter_ulps
+
+CPU = types.SimpleNamespace(type="cpu", simulator=False)
+
+
+@pytest.fixture
+def helper(monkeypatch, tmp_path):
+    """A helper of this test's own, ended after it."""
+    monkeypatch.setenv("CLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    _helper.close()
+    monkeypatch.setitem(_helper._state, "failed", False)
+    yield _helper
+    _helper.close()
+
+
+def test_a_device_pickles_by_reference(device):
+    assert pickle.loads(pickle.dumps(device)) is device
+    with pytest.raises(DeviceNotFoundError, match="no device 99:0"):
+        _devices._by_reference("99:0", device.name)
+    with pytest.raises(DeviceNotFoundError):
+        _devices._by_reference(device.id, device.name + " of another make")
+
+
+def test_what_the_helper_takes(helper, monkeypatch):
+    job = functools.partial(int, "3")
+    assert pickle.loads(helper.takes(CPU, job))() == 3
+    assert helper.takes(types.SimpleNamespace(type="gpu", simulator=False), job) is None
+    assert helper.takes(types.SimpleNamespace(type="cpu", simulator=True), job) is None
+    assert helper.takes(CPU, lambda: 3) is None  # not picklable: built in this process
+    monkeypatch.setenv("CLKIT_CACHE", "0")  # nothing the helper builds would reach this process
+    assert helper.takes(CPU, job) is None
+
+
+def test_jobs_that_answer_fail_or_end_the_helper(helper):
+    assert helper.run(helper.takes(CPU, functools.partial(int, "3")))
+    first = helper._state["process"]
+    assert not helper.run(helper.takes(CPU, functools.partial(int, "x")))  # raises there
+    assert helper._state["process"] is first and first.poll() is None
+    assert not helper.run(helper.takes(CPU, functools.partial(os._exit, 3)))  # a driver's crash
+    assert first.wait(10) == 3 and helper._state["process"] is None
+    assert helper.run(helper.takes(CPU, functools.partial(int, "4")))  # a new helper
+    assert helper._state["process"] is not first and not helper._state["failed"]
+
+
+def test_a_build_past_the_timeout_stops_the_helper(helper, monkeypatch):
+    monkeypatch.setattr(helper, "TIMEOUT", 1.0)
+    start = time.perf_counter()
+    assert not helper.run(helper.takes(CPU, functools.partial(time.sleep, 60)))
+    assert time.perf_counter() - start < 30
+    assert helper.run(helper.takes(CPU, functools.partial(int, "5")))
+
+
+def test_a_helper_that_cannot_start_leaves_the_builds_here(helper, monkeypatch):
+    monkeypatch.setattr(helper, "_MAIN", "raise SystemExit(1)")
+    assert not helper.run(helper.takes(CPU, functools.partial(int, "3")))
+    assert helper._state["failed"] and helper.takes(CPU, functools.partial(int, "3")) is None
+
+
+def test_a_new_cache_folder_gets_a_new_helper(helper, monkeypatch, tmp_path):
+    assert helper.run(helper.takes(CPU, functools.partial(int, "3")))
+    first = helper._state["process"]
+    monkeypatch.setenv("CLKIT_CACHE_DIR", str(tmp_path / "another"))
+    assert helper.run(helper.takes(CPU, functools.partial(int, "3")))
+    assert helper._state["process"] is not first and first.wait(10) == 0
+
+
+COLD_START = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import clkit, clkit.kernels as ck
+    from clkit import _helper, _tiers
+    device = clkit.select(sys.argv[1])
+    rng = np.random.default_rng(5)
+    image = rng.random((40, 70), dtype=np.float32)
+    mask = rng.standard_normal((5, 5))
+    results = [ck.convolve(image, mask, device=device) for _ in range(int(_tiers.HOT_SCORE))]
+    results.append(ck.convolve(image.astype(np.uint8), mask, device=device))
+    assert _tiers.wait_idle(600)
+    results.append(ck.convolve(image, mask, device=device))
+    np.savez(sys.argv[2], image=image, mask=mask, *results)
+    print(json.dumps(dict(_tiers.stats(), helper=_helper.builds())))
+""")
+
+
+def test_a_cold_start_builds_through_the_helper_on_cpu_drivers(device, tmp_path):
+    if device.simulator:
+        pytest.skip("beside the simulator background builds are off")
+    env = dict(os.environ, CLKIT_VISIBLE_DEVICES=device.id, CLKIT_CACHE_DIR=str(tmp_path / "c"),
+               POCL_CACHE_DIR=str(tmp_path / "p"), CUDA_CACHE_PATH=str(tmp_path / "n"))
+    env.pop("CLKIT_TIER", None), env.pop("CLKIT_BACKGROUND_BUILDS", None)
+    out = subprocess.run([sys.executable, "-c", COLD_START, device.id, str(tmp_path / "r.npz")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout.splitlines()[-1])
+    # the hot variant, and the generic programs queued by the first call
+    assert stats["built"] == 1 and stats["prebuilt"] >= 1 and stats["failed"] == 0, stats
+    background = stats["built"] + stats["prebuilt"]
+    assert stats["helper"] == (background if device.type == "cpu" else 0), stats
+    assert stats["specialised"] == 1, stats  # the last call
+    saved = np.load(tmp_path / "r.npz")
+    image, mask = saved["image"], saved["mask"]
+    *results, last = [saved[f"arr_{i}"] for i in range(len(saved.files) - 2)]
+    for got, source in [(r, image) for r in results[:-1]] + [(results[-1], image.astype(
+            np.uint8)), (last, image)]:
+        expected, scale = convolve_reference(source, mask, "reflect", 0.0)
+        assert_close_scaled(got, expected, scale, dtype=np.float32, ulps=filter_ulps(mask.size),
+                            what="convolve, cold")
+    if device.platform == "Portable Computing Language":  # the tiers' sums agree to the bit
+        assert all(np.array_equal(r, last) for r in results[:-1])
