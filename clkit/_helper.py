@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from . import _cache
 
@@ -34,7 +35,9 @@ from . import _cache
 TIMEOUT = 300.0
 _HEADER = struct.Struct("<Q")
 _lock = threading.Lock()
-_MAIN = "from clkit._helper import main; main()"
+# This process's clkit, wherever the helper's working folder and path would find another one
+_MAIN = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
+         "from clkit._helper import main; main()")
 _state = {"process": None, "cache": None, "ready": False, "failed": False, "builds": 0}
 
 

@@ -19,6 +19,9 @@ The background thread runs at the lowest scheduling priority the system
 offers (``SCHED_IDLE`` on Linux, else the highest nice value), so that on a
 machine with few cores a build uses the cycles the caller leaves idle rather
 than the caller's (docs/benchmarks.md, "Tiered builds", has the measurement).
+On CPU drivers it hands each build to a helper process (clkit/_helper.py):
+PoCL compiles one program at a time per process, so a build in the thread
+would hold up every build the caller starts meanwhile.
 
 On CPU drivers the generic program itself takes PoCL 1.5 to 2 seconds to
 build and launch the first time; built without optimisation it takes 0.7 s
