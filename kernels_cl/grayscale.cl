@@ -7,7 +7,8 @@
  *   PPW  pixels per work-item: 1, or a multiple of the vector block (16 pixels for uchar, 4 for
  *        float). Default: one block, which on a GPU means CN 16-byte loads and one 16-byte store
  *        per work-item. On a CPU 16 blocks per work-item measured fastest with PoCL (PPW=256 for
- *        uchar, 64 for float): fewer work-items, less per-work-item overhead.
+ *        uchar, 64 for float): fewer work-items, less per-work-item overhead. A uchar PPW that
+ *        is a multiple of two blocks takes them in pairs, in 8-lane vectors (gray_pair).
  *
  * Launch (1-D)
  *   n = height * width pixels; src holds n*CN components, dst n, both C-contiguous and starting
@@ -126,6 +127,48 @@ inline void gray_block(__global const uchar* restrict src, __global uchar* restr
     ((__global uint4*)dst)[b] = y0 | (y1 << 8) | (y2 << 16) | (y3 << 24);
 }
 
+/* Blocks b and b+1 at once, in 8-lane vectors: the same words as gray_block gathers, block b in
+ * the low lanes. On PoCL with AVX2 (8 32-bit lanes) 1.4 against 2.2 ms for 3840x2160. */
+#define BYTE8(x, k) as_int8(((x) >> (8 * (k))) & 0xffu)
+#define LUMA8(r, g, b)                                                                   \
+    as_uint8(clamp(((r) * cr + (g) * cg + (b) * cb + FIX_HALF) >> FIX_SHIFT, (int8)0, (int8)255))
+inline void gray_pair(__global const uchar* restrict src, __global uchar* restrict dst,
+                      const uint b, const int cr, const int cg, const int cb)
+{
+    __global const uint4* w = (__global const uint4*)(src + (size_t)b * (16 * CN));
+#if CN == 3
+    const uint4 a = w[0], c = w[1], e = w[2], a1 = w[3], c1 = w[4], e1 = w[5];
+    const uint8 W0 = (uint8)((uint4)(a.s03, (uint2)(c.s2, e.s1)),
+                             (uint4)(a1.s03, (uint2)(c1.s2, e1.s1)));
+    const uint8 W1 = (uint8)((uint4)((uint2)(a.s1, c.s0), (uint2)(c.s3, e.s2)),
+                             (uint4)((uint2)(a1.s1, c1.s0), (uint2)(c1.s3, e1.s2)));
+    const uint8 W2 = (uint8)((uint4)((uint2)(a.s2, c.s1), e.s03),
+                             (uint4)((uint2)(a1.s2, c1.s1), e1.s03));
+    const uint8 y0 = LUMA8(BYTE8(W0, 0), BYTE8(W0, 1), BYTE8(W0, 2));
+    const uint8 y1 = LUMA8(BYTE8(W0, 3), BYTE8(W1, 0), BYTE8(W1, 1));
+    const uint8 y2 = LUMA8(BYTE8(W1, 2), BYTE8(W1, 3), BYTE8(W2, 0));
+    const uint8 y3 = LUMA8(BYTE8(W2, 1), BYTE8(W2, 2), BYTE8(W2, 3));
+#else
+    const uint4 p0 = w[0], p1 = w[1], p2 = w[2], p3 = w[3];
+    const uint4 q0 = w[4], q1 = w[5], q2 = w[6], q3 = w[7];
+    const uint8 W0 = (uint8)((uint4)((uint2)(p0.s0, p1.s0), (uint2)(p2.s0, p3.s0)),
+                             (uint4)((uint2)(q0.s0, q1.s0), (uint2)(q2.s0, q3.s0)));
+    const uint8 W1 = (uint8)((uint4)((uint2)(p0.s1, p1.s1), (uint2)(p2.s1, p3.s1)),
+                             (uint4)((uint2)(q0.s1, q1.s1), (uint2)(q2.s1, q3.s1)));
+    const uint8 W2 = (uint8)((uint4)((uint2)(p0.s2, p1.s2), (uint2)(p2.s2, p3.s2)),
+                             (uint4)((uint2)(q0.s2, q1.s2), (uint2)(q2.s2, q3.s2)));
+    const uint8 W3 = (uint8)((uint4)((uint2)(p0.s3, p1.s3), (uint2)(p2.s3, p3.s3)),
+                             (uint4)((uint2)(q0.s3, q1.s3), (uint2)(q2.s3, q3.s3)));
+    const uint8 y0 = LUMA8(BYTE8(W0, 0), BYTE8(W0, 1), BYTE8(W0, 2));
+    const uint8 y1 = LUMA8(BYTE8(W1, 0), BYTE8(W1, 1), BYTE8(W1, 2));
+    const uint8 y2 = LUMA8(BYTE8(W2, 0), BYTE8(W2, 1), BYTE8(W2, 2));
+    const uint8 y3 = LUMA8(BYTE8(W3, 0), BYTE8(W3, 1), BYTE8(W3, 2));
+#endif
+    const uint8 out = y0 | (y1 << 8) | (y2 << 16) | (y3 << 24);
+    ((__global uint4*)dst)[b] = out.lo;
+    ((__global uint4*)dst)[b + 1] = out.hi;
+}
+
 #else /* float */
 #define COEFFICIENTS                                                                    \
     const float cr = wr, cg = wg, cb = wb;
@@ -165,8 +208,13 @@ __kernel void grayscale(__global const T* restrict src,
 
 #if PPW > 1
     if (first + PPW <= n) {
+#if CLK_CAT(IS_UCHAR_, T) && PPW % (2 * BLOCK) == 0
+        for (uint b = first / BLOCK; b < (first + PPW) / BLOCK; b += 2)
+            gray_pair(src, dst, b, cr, cg, cb);
+#else
         for (uint b = first / BLOCK; b < (first + PPW) / BLOCK; ++b)
             gray_block(src, dst, b, cr, cg, cb);
+#endif
         return;
     }
 #endif
