@@ -196,3 +196,28 @@ def test_wrong_out(device):
         ck.grayscale(image, out=np.zeros((4, 5), np.float32), device=device)
     with raises_argument_error(r"out"):
         ck.grayscale(image, out=np.zeros((4, 5, 3), np.uint8), device=device)
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+@pytest.mark.parametrize("weights", ["bt601", "bt709"])
+def test_each_layout_equals_opencv(device, rng, monkeypatch, channels, weights):
+    """Both layouts of the uint8 kernel on every device: one 16-pixel block per work-item (the
+    GPU layout, run here with the device reporting itself a GPU) and pairs of blocks in 8-lane
+    vectors (CPU drivers). Shapes of this test only, with a tail of single pixels, so that the
+    launch is planned here rather than taken from an earlier test."""
+    from _reference import reporting
+    from clkit.kernels import _grayscale
+    used = []
+    original = _grayscale.program
+
+    def program(name, options=(), **defines):
+        used.append(defines["PPW"])
+        return original(name, options, **defines)
+
+    monkeypatch.setattr(_grayscale, "program", program)
+    for kind, ppw, shape in (("gpu", 16, (19, 83 + channels)), ("cpu", 256, (23, 611 + channels))):
+        image = random_rgb(rng, shape, channels, np.uint8)
+        used.clear()
+        with reporting(device, type=kind):
+            check_uint8(ck.grayscale(image, weights=weights, device=device), image, weights)
+        assert used == [ppw], (kind, used)
