@@ -117,7 +117,7 @@ class Generic:
         defines = dict(ACC_T=_CL_ACC[self.acc], GV=vw, CHUNK=chunk)
         self.prg = program("convolve_generic", options=self.options, **defines)
         # A call (work given) may run the build without optimisation until this one is ready;
-        # then ``optimised`` is the build to queue once the call is launched
+        # then ``optimised`` is the build queue_builds queues
         self.optimised = None
         self._convert = program("convolve_generic", options=self.options, CONVERT=1,
                                 ACC_T=_CL_ACC[self.acc])
