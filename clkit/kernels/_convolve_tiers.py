@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from .. import _build, _tiers, _transfer
-from .._runtime import runtime
+from .._runtime import on_loss, runtime
 from ._dispatch import program, round_up
 
 
@@ -90,6 +90,7 @@ def prime_convert(device, acc, options, **defines) -> None:
 
 
 _quick_convert_ready: set = set()  # devices whose quick build has run its to_acc once
+on_loss(lambda rt: _quick_convert_ready.discard(rt.device))  # a new context builds anew
 
 
 class Generic:
