@@ -241,12 +241,16 @@ class AfterLaunch:
         self._marker = None
 
     def launched(self, queue) -> None:
-        self._marker = cl.enqueue_marker(queue)
+        try:
+            self._marker = cl.enqueue_marker(queue)
+        except cl.Error:  # the launch failed with its queue: the caller raises that error
+            self._marker = None
         self._launched.set()
 
     def wait(self) -> None:
         self._launched.wait()
-        self._marker.wait()
+        if self._marker is not None:
+            self._marker.wait()
 
 
 def use_quick(program, device, *, work: float) -> bool:

@@ -414,3 +414,21 @@ def test_warmup_command_bad_input(capsys):
         clkit.kernels.warmup(dtypes=["complex64"])
     with pytest.raises(ValueError, match="unknown mode 'edge'"):
         clkit.kernels.warmup(modes=["edge"])
+
+
+def test_after_launch_waits_for_the_marker_and_survives_a_dead_queue(monkeypatch):
+    """A build waiting for a call's kernels waits until the call has launched them; a launch
+    whose queue died (the marker cannot be enqueued) releases it, and the caller's own error
+    is the one raised."""
+    def dead(queue):
+        raise cl.LogicError("clEnqueueMarker", cl.status_code.INVALID_COMMAND_QUEUE, "dead")
+
+    monkeypatch.setattr(_tiers.cl, "enqueue_marker", dead)
+    after = _tiers.AfterLaunch()
+    waiter = threading.Thread(target=after.wait, daemon=True)
+    waiter.start()
+    time.sleep(0.05)
+    assert waiter.is_alive()  # nothing launched yet
+    after.launched(object())
+    waiter.join(10)
+    assert not waiter.is_alive()
