@@ -53,7 +53,8 @@ def capture(call):
 
     Kernel.__call__ = spy
     try:
-        call()
+        with recording():  # a recorded call goes through Kernel.__call__ (clkit/_prepared.py)
+            call()
     finally:
         Kernel.__call__ = original
     return seen

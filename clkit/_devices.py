@@ -27,6 +27,25 @@ _SHORT_PLATFORM = {
 }
 
 
+# The mapping of encoded names to values that os.environ keeps (CPython, every platform): a
+# lookup there costs a dict's, where os.environ.get encodes the name and decodes the value
+# (about a microsecond), and a library call reads a few settings.
+_environ_data = getattr(os.environ, "_data", None)
+_environ_keys: dict = {}
+
+
+def setting(name: str, default=None):
+    """``os.environ.get(name, default)``, at a dict lookup's cost."""
+    data = _environ_data
+    if data is None or not hasattr(os.environ, "encodekey"):
+        return os.environ.get(name, default)
+    key = _environ_keys.get(name)
+    if key is None:
+        key = _environ_keys[name] = os.environ.encodekey(name)
+    raw = data.get(key)
+    return default if raw is None else os.environ.decodevalue(raw)
+
+
 @dataclass(frozen=True, eq=False)
 class Device:
     """One OpenCL device, as clkit lists it.
@@ -228,7 +247,7 @@ def devices(type: str | None = None) -> list[Device]:
     ['1:0']
     """
     found = all_devices()
-    visible = os.environ.get("CLKIT_VISIBLE_DEVICES")
+    visible = setting("CLKIT_VISIBLE_DEVICES")
     if visible is not None:
         keep = set()
         for spec in filter(None, (s.strip() for s in visible.split(","))):
@@ -338,7 +357,7 @@ def ranked() -> list[Device]:
     True
     """
     candidates = devices()
-    env = os.environ.get("CLKIT_DEVICE", "").strip()
+    env = setting("CLKIT_DEVICE", "").strip()
     if env:
         return _matches(env, candidates, what="CLKIT_DEVICE")
     usable = sorted((d for d in candidates if not d.simulator), key=_score)

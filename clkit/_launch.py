@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import os
 import struct
 import threading
 from weakref import ref as _weakref
@@ -26,7 +25,7 @@ import pyopencl.array as cl_array
 from . import _trace
 from ._array import _size
 from ._convert import LocalMemory, converter
-from ._devices import Device, check_process, select
+from ._devices import Device, check_process, select, setting
 from ._errors import ArgumentTypeError, ArgumentValueError
 from ._runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime, runtime_of_array,
                        runtime_of_queue)
@@ -392,7 +391,7 @@ class Kernel:
         return runtime(device)
 
     def _default_device(self) -> Device:
-        env = (os.environ.get("CLKIT_DEVICE"), os.environ.get("CLKIT_VISIBLE_DEVICES"))
+        env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
         chosen_in, dev = self._default
         if chosen_in != env:
             dev = select(None)

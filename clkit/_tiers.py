@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import warnings
@@ -49,6 +48,7 @@ import warnings
 import pyopencl as cl
 
 from . import _build, _helper
+from ._devices import setting
 from ._runtime import simulator_in_use
 
 #: The heat at which a variant's specialised build is queued.
@@ -121,7 +121,7 @@ def background_builds(enabled: bool | None = None) -> bool:
         _enabled[:] = [bool(enabled)]
     if _enabled:
         return _enabled[0]
-    value = os.environ.get("CLKIT_BACKGROUND_BUILDS", "1").strip().lower()
+    value = setting("CLKIT_BACKGROUND_BUILDS", "1").strip().lower()
     return value not in ("0", "off", "no", "false")
 
 
@@ -129,7 +129,10 @@ def forced_tier() -> str:
     """The tier calls must use: ``"auto"``, ``"quick"``, ``"generic"`` or ``"specialised"``."""
     if _forced:
         return _forced[-1]
-    value = os.environ.get("CLKIT_TIER", "auto").strip().lower() or "auto"
+    value = setting("CLKIT_TIER")
+    if value is None:
+        return "auto"
+    value = value.strip().lower() or "auto"
     if value not in _TIERS:
         from ._errors import ArgumentValueError
         raise ArgumentValueError(f"CLKIT_TIER={value!r} is not a tier; use one of "
@@ -168,6 +171,9 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None,
     if forced != "auto":
         return _count(forced == "specialised")
     key = (program.origin, program.options, device)
+    v = _variants.get(key)
+    if v is not None and v.state == "ready":  # the common case, once a variant is built
+        return _count(True)
     with _lock:
         v = _variants.get(key)
         if v is None:

@@ -15,12 +15,17 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from .. import _build, _tiers, _transfer
+from .._prepared import Prepared
 from .._runtime import on_loss, runtime
 from ._dispatch import program, round_up
 
 
 class Specialised:
-    """The passes of a filter through its specialised build (convolution_cpu.cl, convolution_gpu.cl)."""
+    """The passes of a filter through its specialised build (convolution_cpu.cl, convolution_gpu.cl).
+
+    Each pass method returns ``launch(queue, src, dst)`` with every other argument fixed (a
+    :class:`~clkit._prepared.Prepared` launch: the plan's kernels cost an enqueue a call).
+    """
 
     def __init__(self, prg, geometry):
         self.prg, self.geometry = prg, geometry
@@ -29,26 +34,27 @@ class Specialised:
     def device_src(src):
         return src
 
-    def direct(self, f, src, rowmap, mask, dst, out_rows, cval, **call):
-        g, l = self.geometry.sizes(f.shape[1], out_rows)
-        self.prg.convolve_2d(src, rowmap, mask, dst, f.shape[1], out_rows, cval, global_size=g,
-                             local_size=l, **call)
+    def _prepared(self, name, f, rt, rows, args):
+        g, l = self.geometry.sizes(f.shape[1], rows)
+        return Prepared(self.prg, name, rt, args, g, l)
 
-    def rows(self, f, src, mask, tmp, n_rows, cval, **call):
-        g, l = self.geometry.sizes(f.shape[1], n_rows)
-        self.prg.convolve_rows(src, mask, tmp, f.shape[1], n_rows, cval, global_size=g,
-                               local_size=l, **call)
+    def direct(self, f, rt, rowmap, mask, out_rows, cval):
+        return self._prepared("convolve_2d", f, rt, out_rows,
+                              (None, rowmap, mask, None, f.shape[1], out_rows, cval))
 
-    def cols(self, f, tmp, rowmap, mask, dst, out_rows, cval, **call):
-        g, l = self.geometry.sizes(f.shape[1], out_rows)
-        self.prg.convolve_cols(tmp, rowmap, mask, dst, f.shape[1], out_rows, cval,
-                               global_size=g, local_size=l, **call)
+    def rows(self, f, rt, mask, n_rows, cval):
+        return self._prepared("convolve_rows", f, rt, n_rows,
+                              (None, mask, None, f.shape[1], n_rows, cval))
 
-    def fused(self, f, src, rowmap, row, col, dst, out_rows, cval, cval_rows, **call):
+    def cols(self, f, rt, rowmap, mask, out_rows, cval):
+        return self._prepared("convolve_cols", f, rt, out_rows,
+                              (None, rowmap, mask, None, f.shape[1], out_rows, cval))
+
+    def fused(self, f, rt, rowmap, row, col, out_rows, cval, cval_rows):
         """Both passes in one kernel (convolution_fused.cl), where the geometry chose it."""
-        g, l = self.geometry.sizes(f.shape[1], out_rows)
-        self.prg.convolve_fused(src, rowmap, row, col, dst, f.shape[1], out_rows, cval,
-                                cval_rows, global_size=g, local_size=l, **call)
+        return self._prepared("convolve_fused", f, rt, out_rows,
+                              (None, rowmap, row, col, None, f.shape[1], out_rows, cval,
+                               cval_rows))
 
 
 #: convolution_cpu.cl's MAX_UNROLL: its CPU variant unrolls the taps of 2-D masks up to this size,
@@ -168,26 +174,26 @@ class Generic:
                                   wait=False, queue=self.queue)
         return out
 
-    def _launch(self, f, src, rowmap, mask, dst, rows, cval, kh, kw, anchor_x, unroll,
-                by_rowmap, **call):
+    def _pass(self, f, rowmap, mask, rows, cval, kh, kw, anchor_x, unroll, by_rowmap):
+        """``launch(queue, src, dst)`` of one pass of the generic kernel."""
+        kernel = self.prg.convolve_generic
         gx = -(-f.shape[1] * f.channels // self.chunk)
-        self.prg.convolve_generic(src, rowmap, mask, dst, f.shape[1], rows, cval, kh, kw,
-                                  anchor_x, f.channels, self.border, self.skip, self.nvec,
-                                  self.order, unroll, by_rowmap,
-                                  global_size=(round_up(gx, self.local[0]),
-                                               round_up(rows, self.local[1])),
-                                  local_size=self.local, **call)
+        sizes = dict(global_size=(round_up(gx, self.local[0]), round_up(rows, self.local[1])),
+                     local_size=self.local, device=self.device, wait=False)
+        fixed = (f.shape[1], rows, cval, kh, kw, anchor_x, f.channels, self.border, self.skip,
+                 self.nvec, self.order, unroll, by_rowmap)
 
-    def direct(self, f, src, rowmap, mask, dst, out_rows, cval, **call):
+        def launch(queue, src, dst):
+            kernel(src, rowmap, mask, dst, *fixed, queue=queue, **sizes)
+        return launch
+
+    def direct(self, f, rt, rowmap, mask, out_rows, cval):
         kh, kw = f.corr.shape
-        self._launch(f, src, rowmap, mask, dst, out_rows, cval, kh, kw, f.anchor[1],
-                     UNROLL_TAPS, 1, **call)
+        return self._pass(f, rowmap, mask, out_rows, cval, kh, kw, f.anchor[1], UNROLL_TAPS, 1)
 
-    def rows(self, f, src, mask, tmp, n_rows, cval, **call):
+    def rows(self, f, rt, mask, n_rows, cval):
         # the row pass reads no rowmap; one int fills the argument
-        self._launch(f, src, _NO_ROWMAP, mask, tmp, n_rows, cval, 1, mask.size, f.anchor[1],
-                     0, 0, **call)
+        return self._pass(f, _NO_ROWMAP, mask, n_rows, cval, 1, mask.size, f.anchor[1], 0, 0)
 
-    def cols(self, f, tmp, rowmap, mask, dst, out_rows, cval, **call):
-        self._launch(f, tmp, rowmap, mask, dst, out_rows, cval, mask.size, 1, 0, mask.size, 1,
-                     **call)
+    def cols(self, f, rt, rowmap, mask, out_rows, cval):
+        return self._pass(f, rowmap, mask, out_rows, cval, mask.size, 1, 0, mask.size, 1)

@@ -22,14 +22,13 @@ everything else:
 from __future__ import annotations
 
 import functools
-import os
 import threading
 
 import numpy as np
 from pyopencl.array import Array
 
 from .. import _transfer
-from .._devices import Device, check_process, select, select_many
+from .._devices import Device, check_process, select, select_many, setting
 from .._errors import ArgumentValueError
 from .._pinned import result_empty
 from .._program import Program, load
@@ -77,7 +76,7 @@ _default = (None, None)  # (the environment it was chosen in, the default device
 def _default_device() -> Device:
     """select(None), chosen again only when the environment that decides it changes."""
     global _default
-    env = (os.environ.get("CLKIT_DEVICE"), os.environ.get("CLKIT_VISIBLE_DEVICES"))
+    env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
     chosen_in, dev = _default
     if chosen_in != env or dev is None:
         dev = select(None)

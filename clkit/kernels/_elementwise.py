@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .._errors import ArgumentTypeError, ArgumentValueError
+from .._prepared import Prepared
 from ._checks import array, check_dtype, check_out, is_device_array, require_fp64
 from ._dispatch import CL_TYPES, Operation, program, round_up, run
 
@@ -30,12 +31,11 @@ class _Add(Operation):
         # PoCL as fast as 64 bytes, and numpy's own 16-byte alignment lets a CPU driver use
         # numpy memory in place.
         vw = max(1, 16 // dtype.itemsize)
-        kernel = program("vector_add", T=CL_TYPES[dtype], VW=vw).vector_add
-        size, dev = round_up(-(-n // vw), GROUP), rt.device
+        add = Prepared(program("vector_add", T=CL_TYPES[dtype], VW=vw), "vector_add", rt,
+                       (None, None, None, n), round_up(-(-n // vw), GROUP), GROUP)
 
         def launch(queue, srcs, dst):
-            kernel(srcs[0], srcs[1], dst, n, global_size=size, local_size=GROUP, device=dev,
-                   wait=False, queue=queue)
+            add(queue, srcs[0], srcs[1], dst)
         return launch
 
 

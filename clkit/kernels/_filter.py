@@ -319,13 +319,12 @@ class Filter(Operation):
         # Python numbers, rounded to the kernel's type once: the launch takes them as they are
         # (and skips an argument the kernel still holds)
         cval = float(acc(self.cval))
-        common = dict(device=rt.device, wait=False)
         if not self.two_pass(rt.device):
-            mask = constant(self.corr.astype(acc_dtype))
+            direct = passes.direct(self, rt, rowmap, constant(self.corr.astype(acc_dtype)),
+                                   out_rows, cval)
 
             def launch(queue, srcs, dst):
-                passes.direct(self, srcs[0], rowmap, mask, dst, out_rows, cval, queue=queue,
-                              **common)
+                direct(queue, srcs[0], dst)
             return launch
         col, row = (constant(f.astype(acc_dtype)) for f in self.factors)
         n_src = rows.size
@@ -339,18 +338,21 @@ class Filter(Operation):
         with np.errstate(invalid="ignore", over="ignore"):
             cval_cols = float(acc(np.sum(used.astype(np.float64) * self.cval)))
         if getattr(passes, "geometry", None) is not None and passes.geometry.variant == "fused":
+            fused = passes.fused(self, rt, rowmap, row, col, out_rows, cval, cval_cols)
+
             def launch(queue, srcs, dst):
-                passes.fused(self, srcs[0], rowmap, row, col, dst, out_rows, cval, cval_cols,
-                             queue=queue, **common)
+                fused(queue, srcs[0], dst)
             return launch
+        row_pass = passes.rows(self, rt, row, n_src, cval)
+        col_pass = passes.cols(self, rt, rowmap, col, out_rows, cval_cols)
 
         def launch(queue, srcs, dst):
             # The row pass writes every element of tmp, rows [0, n_src) of the band's source,
             # and the column pass reads only those: nothing a call reads in tmp comes from
             # before it.
             tmp = _memory.scratch(rt, tmp_bytes, queue, acc_dtype)
-            passes.rows(self, srcs[0], row, tmp, n_src, cval, queue=queue, **common)
-            passes.cols(self, tmp, rowmap, col, dst, out_rows, cval_cols, queue=queue, **common)
+            row_pass(queue, srcs[0], tmp)
+            col_pass(queue, tmp, dst)
         return launch
 
     def _prime(self, device, generic=False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import ArgumentTypeError, ArgumentValueError
+from .._prepared import Prepared
 from ._checks import array, check_dtype, check_ndim
 from ._dispatch import CL_TYPES, Operation, program, round_up, run
 
@@ -64,14 +65,12 @@ class _Gray(Operation):
         # GPU: one block per work-item, so that a warp reads contiguous spans. CPU: 16 blocks
         # per work-item in groups of 64 measured fastest on PoCL (fewer, longer work-items).
         ppw, group = (block, GROUP) if rt.device.type == "gpu" else (16 * block, 64)
-        kernel = program("grayscale", T=CL_TYPES[self.dtype], CN=self.channels,
-                         PPW=ppw).grayscale
-        size, dev = round_up(-(-n // ppw), group), rt.device
-        wr, wg, wb = self.weights
+        prg = program("grayscale", T=CL_TYPES[self.dtype], CN=self.channels, PPW=ppw)
+        gray = Prepared(prg, "grayscale", rt, (None, None, n, *self.weights),
+                        round_up(-(-n // ppw), group), group)
 
         def launch(queue, srcs, dst):
-            kernel(srcs[0], dst, n, wr, wg, wb, global_size=size, local_size=group, device=dev,
-                   wait=False, queue=queue)
+            gray(queue, srcs[0], dst)
         return launch
 
 
