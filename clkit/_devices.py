@@ -165,6 +165,17 @@ def _describe(pid: int, did: int, platform, cl_device) -> Device:
 _lock = threading.Lock()
 _all: list[Device] | None = None
 _opencl_pid: int | None = None  # the process that first called into OpenCL
+_forked_from: int | None = None  # in a child forked after that: _opencl_pid
+
+
+def _after_fork_in_child() -> None:
+    global _forked_from
+    if _opencl_pid is not None:
+        _forked_from = _opencl_pid
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def check_process() -> None:
@@ -174,9 +185,9 @@ def check_process() -> None:
     first wait on a device can hang for ever (PoCL) or fail obscurely
     (NVIDIA); it is stopped here, before any OpenCL call.
     """
-    if _opencl_pid is not None and _opencl_pid != os.getpid():
+    if _forked_from is not None:
         raise ClkitError(
-            f"this process was forked from process {_opencl_pid} after that one had used "
+            f"this process was forked from process {_forked_from} after that one had used "
             "OpenCL, and OpenCL drivers do not work in a forked copy of a process (they hang "
             "or fail). Start worker processes with the 'spawn' or 'forkserver' method "
             "(multiprocessing.get_context('spawn').Pool(), or ProcessPoolExecutor("

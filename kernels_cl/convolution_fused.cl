@@ -13,8 +13,9 @@
  * computes what convolve_rows followed by convolve_cols compute (see convolution.h): rows
  * through rowmap (a row of -1 is a row of cval, whose row pass is cval_rows, the row mask's
  * taps summed times cval), columns folded with the build's BORDER, zero taps left out as
- * there. A work-group of LX x LY work-items computes LX row elements of LY * PY output rows;
- * its local memory holds the row pass of LY * PY + KH - 1 padded rows.
+ * there. A work-group of LX x LY work-items computes LX row elements of LY * PY output rows
+ * (PY consecutive ones per work-item); its local memory holds the row pass of LY * PY + KH - 1
+ * padded rows.
  *
  * Build-time defines: those of convolution.h, and LX, LY, PY (the host checks that the local
  * memory holds (LY * PY + KH - 1) * LX elements of ACC_T).
@@ -80,17 +81,28 @@ void convolve_fused(__global const SRC_T* restrict src,
     barrier(CLK_LOCAL_MEM_FENCE);
     if (e >= rowlen)
         return;
-    for (int i = 0; i < PY; i++) {
-        /* rows LY apart: the work-items of a column read neighbouring rows of tmp together */
-        const int r = ly + i * LY;
-        if (p0 + r >= out_rows)
-            break;
-        ACC_T acc = 0;
+    /* PY consecutive rows per work-item: each row of tmp it reads feeds every one of its outputs
+     * whose taps reach it (held in registers), PY + KH - 1 reads for PY outputs; the work-items
+     * of a warp read neighbouring elements of one row together */
+    const int r0 = ly * PY;
+    ACC_T acc[PY];
+#pragma unroll
+    for (int o = 0; o < PY; o++)
+        acc[o] = 0;
 #if KH <= 64
 #pragma unroll
 #endif
-        for (int t = 0; t < KH; t++)
-            IF_TAP_USED(MASK_COL, col, t) acc += col[t] * tmp[(r + t) * LX + lx];
-        dst[(size_t)(p0 + r) * (size_t)rowlen + e] = acc;
+    for (int t = 0; t < PY + KH - 1; t++) {
+        const ACC_T v = tmp[(r0 + t) * LX + lx];
+#pragma unroll
+        for (int o = 0; o < PY; o++) {
+            const int k = t - o;
+            if (k >= 0 && k < KH)
+                IF_TAP_USED(MASK_COL, col, k) acc[o] += col[k] * v;
+        }
     }
+#pragma unroll
+    for (int o = 0; o < PY; o++)
+        if (p0 + r0 + o < out_rows)
+            dst[(size_t)(p0 + r0 + o) * (size_t)rowlen + e] = acc[o];
 }

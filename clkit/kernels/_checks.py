@@ -95,7 +95,7 @@ def check_out(name: str, out, shape, dtype, on_device: bool):
         want = "a device array" if on_device else "a numpy array"
         raise ArgumentTypeError(f"{name}: out must be {want} like the input, not "
                                 f"{type(out).__name__}")
-    if tuple(out.shape) != tuple(shape) or out.dtype != np.dtype(dtype):
+    if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
         raise ArgumentValueError(f"{name}: out has shape {tuple(out.shape)} and dtype {out.dtype}; "
                                  f"the result needs shape {tuple(shape)} and dtype "
                                  f"{np.dtype(dtype)}")

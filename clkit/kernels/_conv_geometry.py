@@ -100,6 +100,8 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
 
 #: The tallest separable mask the one-kernel filter takes (see :func:`fused`).
 FUSED_MAX_ROWS = 33
+#: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most).
+FUSED_SHAPE = (64, 4, 8)
 
 
 def fused(device, kh, channels, itemsize) -> Geometry | None:
@@ -115,8 +117,7 @@ def fused(device, kh, channels, itemsize) -> Geometry | None:
     if device.type != "gpu" or kh > FUSED_MAX_ROWS:
         return None
     budget = min(device.local_mem, 48 * 1024) - 1024
-    lx, ly = 64, 4
-    py = 8
+    lx, ly, py = FUSED_SHAPE
     while py >= 1 and (ly * py + kh - 1) * lx * itemsize > budget:
         py //= 2
     if py < 1:

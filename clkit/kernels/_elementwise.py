@@ -72,7 +72,7 @@ def vector_add(a, b, out=None, device=None):
     if tuple(a.shape) != tuple(b.shape):
         raise ArgumentValueError(f"{name}: a has shape {tuple(a.shape)} and b {tuple(b.shape)}; "
                                  "clkit does not broadcast: pass arrays of equal shape")
-    dtype = check_dtype(name, "a", a.dtype, list(CL_TYPES))
+    dtype = check_dtype(name, "a", a.dtype, CL_TYPES)
     if is_device_array(a):
         return run(_Add(tuple(a.shape), dtype), [a, b], out, device)
     # Numpy arrays go flat, so that bands (for several devices, or arrays larger than a

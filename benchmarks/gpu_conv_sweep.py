@@ -1,0 +1,119 @@
+"""The GPU convolution kernels' layouts swept: kernel time of each mask for each tile.
+
+    python benchmarks/gpu_conv_sweep.py OUTDIR [--device gpu] [--size 7680x4320] [--rounds 20]
+
+For 2-D masks of 3x3, 5x5 and 9x9 and Gaussians of sigma 2 (one kernel, and
+two passes) and sigma 10 on a float32 device image, the kernels' event time
+(median of ROUNDS calls, the specialised build) for every work-group tile
+(LX, LY, PX, PY) of the 2-D and two-pass kernels and every shape of the
+one-kernel separable filter, beside a device-to-device copy of the image (the
+memory-bandwidth bound: one read and one write).  Every layout's result is
+compared with the shipped one's (the same sums in the same order: bit-equal).
+Writes OUTDIR/gpu_conv_sweep.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+
+import clkit
+from clkit import _tiers
+from clkit._launch import recording
+from clkit.kernels import _conv_geometry as geo
+from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
+
+TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4)]
+#: (LX, LY, PY) of the one-kernel separable filter
+FUSED_SHAPES = [(64, 4, 8), (64, 4, 16), (32, 8, 8), (64, 8, 4), (128, 2, 16), (32, 4, 16)]
+
+
+def median_ms(call, rounds):
+    call()
+    times = []
+    for _ in range(rounds):
+        with recording() as launches:
+            call()
+        times.append(sum(launch.kernel_ms for launch in launches))
+    return float(np.median(times))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", type=Path)
+    parser.add_argument("--device", default="gpu")
+    parser.add_argument("--size", default="7680x4320")
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args(argv)
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    device = clkit.select(args.device)
+    width, height = (int(v) for v in args.size.split("x"))
+    rng = np.random.default_rng(3)
+    image = clkit.to_device(rng.random((height, width), dtype=np.float32), device=device)
+    out = clkit.empty(image.shape, np.float32, device=device)
+    queue = out.queue
+    masks = {k: rng.standard_normal((k, k)).astype(np.float32) for k in (3, 5, 9)}
+    cases = {f"{k}x{k}": (lambda m=m: convolve(image, m, out=out), False)
+             for k, m in masks.items()}
+    cases["gauss2 fused"] = (lambda: gaussian_blur(image, 2.0, out=out), False)
+    cases["gauss2 2-pass"] = (lambda: gaussian_blur(image, 2.0, out=out), True)
+    cases["gauss10"] = (lambda: gaussian_blur(image, 10.0, out=out), False)
+
+    copy_times = []
+    for _ in range(args.rounds):
+        copy_times.append(cl.enqueue_copy(queue, out.base_data, image.base_data))
+    queue.finish()
+    copy_ms = float(np.median([(e.profile.end - e.profile.start) * 1e-6 for e in copy_times]))
+
+    shipped_tile, shipped_rows = geo.gpu_tile, geo.FUSED_MAX_ROWS
+    results, reference = {}, {}
+    for label, tile in [("shipped", None)] + [(str(t), t) for t in TILES]:
+        geo.gpu_tile = shipped_tile if tile is None else (lambda kh, kw, sep, t=tile: t)
+        row = {}
+        for case, (call, two_pass) in cases.items():
+            geo.FUSED_MAX_ROWS = 0 if two_pass else shipped_rows
+            _dispatch.forget()
+            _filter._made.clear()
+            try:
+                with _tiers.tier("specialised"):
+                    ms = median_ms(call, args.rounds)
+                    got = out.get()
+            except clkit.ClkitError as exc:
+                row[case] = {"error": str(exc).splitlines()[0]}
+                continue
+            if case not in reference:
+                reference[case] = got
+            diff = float(np.max(np.abs(got - reference[case])))
+            row[case] = {"ms": ms, "copy_bandwidth": copy_ms / ms, "max_diff": diff}
+        results[label] = row
+        print(f"{label:16s}", " ".join(
+            f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x{'' if v['max_diff'] == 0 else ' DIFF'})"
+            if "ms" in v else f"{c}: {v['error']}" for c, v in row.items()), flush=True)
+    geo.gpu_tile, geo.FUSED_MAX_ROWS = shipped_tile, shipped_rows
+    shipped_shape = geo.FUSED_SHAPE
+    for shape in FUSED_SHAPES:
+        geo.FUSED_SHAPE = shape
+        _dispatch.forget()
+        _filter._made.clear()
+        with _tiers.tier("specialised"):
+            ms = median_ms(cases["gauss2 fused"][0], args.rounds)
+            diff = float(np.max(np.abs(out.get() - reference["gauss2 fused"])))
+        results[f"fused {shape}"] = {"gauss2 fused": {"ms": ms, "copy_bandwidth": copy_ms / ms,
+                                                      "max_diff": diff}}
+        print(f"fused (LX, LY, PY) {shape}: {ms:.4f} ms ({copy_ms / ms:.2f}x"
+              f"{'' if diff == 0 else ' DIFF'})", flush=True)
+    geo.FUSED_SHAPE = shipped_shape
+    print(f"device copy of the image: {copy_ms:.4f} ms")
+    report = {"device": str(device), "size": [width, height], "rounds": args.rounds,
+              "copy_ms": copy_ms, "layouts": results}
+    (args.outdir / "gpu_conv_sweep.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
