@@ -616,8 +616,8 @@ def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
     from clkit.kernels import _conv_geometry
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
-        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 48 rows of 64 floats
-        assert _conv_geometry.fused(as_gpu, 33, 1, 4).py == 8  # the tallest it takes
+        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 80 rows of 64 floats
+        assert _conv_geometry.fused(as_gpu, 33, 1, 4).py == 16  # the tallest it takes
         assert _conv_geometry.fused(as_gpu, 35, 1, 4) is None  # two passes are faster there
     with reporting(as_gpu, local_mem=12 * 1024):
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 4  # 16 + 16 rows: 8 KiB
