@@ -30,8 +30,8 @@ from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
 
 TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4)]
 #: (LX, LY, PY) of the one-kernel separable filter
-FUSED_SHAPES = [(64, 4, 16), (64, 4, 8), (32, 8, 8), (128, 2, 16), (32, 4, 16), (64, 2, 32),
-                 (32, 8, 16)]
+FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (64, 4, 8), (32, 8, 8), (128, 2, 16), (32, 4, 16),
+                (64, 2, 32)]
 
 
 def median_ms(call, rounds):

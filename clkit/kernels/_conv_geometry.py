@@ -101,17 +101,17 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
 #: The tallest separable mask the one-kernel filter takes (see :func:`fused`).
 FUSED_MAX_ROWS = 33
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most).
-FUSED_SHAPE = (64, 4, 16)
+FUSED_SHAPE = (32, 8, 16)
 
 
 def fused(device, kh, channels, itemsize) -> Geometry | None:
     """The one-kernel separable filter's work-groups on a GPU, or None where it does not fit.
 
-    A work-group of 64 x 4 work-items computes 64 row elements of 4 * PY output rows
-    from the row pass of 4 * PY + kh - 1 rows, which it keeps in local memory: PY = 16
-    (64 rows), fewer where the local memory is short (on an H200, a 17-row Gaussian
-    (sigma 2) of a 7680x4320 float32 image took 0.28 ms with 16, 0.33 with 8;
-    ``benchmarks/gpu_conv_sweep.py``).  Taller masks keep the two passes: there the one
+    A work-group of 32 x 8 work-items computes 32 row elements of 8 * PY output rows
+    from the row pass of 8 * PY + kh - 1 rows, which it keeps in local memory: PY = 16
+    (128 rows), fewer where the local memory is short (on an H200, a 17-row Gaussian
+    (sigma 2) of a 7680x4320 float32 image took 0.256 ms, against 0.27-0.33 ms for the
+    other shapes of ``benchmarks/gpu_conv_sweep.py``).  Taller masks keep the two passes: there the one
     kernel took 2.72 ms against 1.99 for 81 rows (sigma 10), where its row pass
     recomputes too many rows per tile.
     """

@@ -616,11 +616,11 @@ def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
     from clkit.kernels import _conv_geometry
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
-        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 80 rows of 64 floats
+        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 144 rows of 32 floats
         assert _conv_geometry.fused(as_gpu, 33, 1, 4).py == 16  # the tallest it takes
         assert _conv_geometry.fused(as_gpu, 35, 1, 4) is None  # two passes are faster there
     with reporting(as_gpu, local_mem=12 * 1024):
-        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 4  # 16 + 16 rows: 8 KiB
+        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
         assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # 81 rows do not fit
         image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
         mask = np.outer(rng.standard_normal(81), rng.standard_normal(3))
