@@ -80,10 +80,11 @@ def require_fp64(name: str, device: Device, what: str):
 
 def check_same_kind(name: str, inputs) -> bool:
     """Whether the inputs are device arrays (all of them) or numpy arrays (all of them)."""
-    on_device = is_device_array(inputs[0])
-    if any(is_device_array(x) != on_device for x in inputs[1:]):
-        raise ArgumentTypeError(f"{name}: pass all arrays as numpy arrays or all as device "
-                                "arrays, not a mix")
+    on_device = isinstance(inputs[0], Array)
+    for x in inputs:
+        if isinstance(x, Array) is not on_device:
+            raise ArgumentTypeError(f"{name}: pass all arrays as numpy arrays or all as "
+                                    "device arrays, not a mix")
     return on_device
 
 

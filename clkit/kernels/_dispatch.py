@@ -239,9 +239,11 @@ def _arrays_runtime(inputs: list, out) -> Runtime | None:
     rt = runtime_of_array(inputs[0])
     if rt is None or rt.lost is not None:
         return None
-    for x in inputs[1:] if out is None else inputs[1:] + [out]:
-        if runtime_of_array(x) is not rt:
+    for x in inputs:
+        if x is not inputs[0] and runtime_of_array(x) is not rt:
             return None
+    if out is not None and runtime_of_array(out) is not rt:
+        return None
     check_process()
     return rt
 
