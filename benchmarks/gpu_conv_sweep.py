@@ -1,6 +1,7 @@
 """The GPU convolution kernels' layouts swept: kernel time of each mask for each tile.
 
     python benchmarks/gpu_conv_sweep.py OUTDIR [--device gpu] [--size 7680x4320] [--rounds 20]
+                                        [--no-tiles]
 
 For 2-D masks of 3x3, 5x5 and 9x9 and Gaussians of sigma 2 (one kernel, and
 two passes) and sigma 10 on a float32 device image, the kernels' event time
@@ -30,8 +31,10 @@ from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
 
 TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4)]
 #: (LX, LY, PY) of the one-kernel separable filter
-FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (64, 4, 8), (32, 8, 8), (128, 2, 16), (32, 4, 16),
-                (64, 2, 32)]
+FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (32, 4, 16)]
+#: the same with four row elements per work-item (float32 images)
+FUSED_SHAPES4 = [(32, 8, 8), (32, 8, 4), (32, 8, 16), (16, 16, 8), (32, 4, 8), (64, 4, 4),
+                 (16, 8, 16), (32, 4, 16)]
 
 
 def median_ms(call, rounds):
@@ -50,6 +53,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="gpu")
     parser.add_argument("--size", default="7680x4320")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--no-tiles", action="store_true",
+                        help="the shipped 2-D and two-pass tiles only")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     device = clkit.select(args.device)
@@ -73,7 +78,8 @@ def main(argv=None) -> int:
 
     shipped_tile, shipped_rows = geo.gpu_tile, geo.FUSED_MAX_ROWS
     results, reference = {}, {}
-    for label, tile in [("shipped", None)] + [(str(t), t) for t in TILES]:
+    tiles = [] if args.no_tiles else [(str(t), t) for t in TILES]
+    for label, tile in [("shipped", None)] + tiles:
         geo.gpu_tile = shipped_tile if tile is None else (lambda kh, kw, sep, t=tile: t)
         row = {}
         for case, (call, two_pass) in cases.items():
@@ -96,23 +102,29 @@ def main(argv=None) -> int:
             f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x{'' if v['max_diff'] == 0 else ' DIFF'})"
             if "ms" in v else f"{c}: {v['error']}" for c, v in row.items()), flush=True)
     geo.gpu_tile, geo.FUSED_MAX_ROWS = shipped_tile, shipped_rows
-    shipped_shape = geo.FUSED_SHAPE
-    for shape in FUSED_SHAPES:
-        geo.FUSED_SHAPE = shape
-        _dispatch.forget()
-        _filter._made.clear()
-        try:
-            with _tiers.tier("specialised"):
-                ms = median_ms(cases["gauss2 fused"][0], args.rounds)
-                diff = float(np.max(np.abs(out.get() - reference["gauss2 fused"])))
-        except clkit.ClkitError as exc:
-            print(f"fused (LX, LY, PY) {shape}: {str(exc).splitlines()[0]}", flush=True)
-            continue
-        results[f"fused {shape}"] = {"gauss2 fused": {"ms": ms, "copy_bandwidth": copy_ms / ms,
-                                                      "max_diff": diff}}
-        print(f"fused (LX, LY, PY) {shape}: {ms:.4f} ms ({copy_ms / ms:.2f}x"
-              f"{'' if diff == 0 else ' DIFF'})", flush=True)
-    geo.FUSED_SHAPE = shipped_shape
+    shipped = geo.FUSED_SHAPE, geo.FUSED_SHAPE4, geo.FUSED_VEC4
+    for vec4, shapes in ((False, FUSED_SHAPES), (True, FUSED_SHAPES4)):
+        for shape in shapes:
+            geo.FUSED_VEC4 = vec4
+            if vec4:
+                geo.FUSED_SHAPE4 = shape
+            else:
+                geo.FUSED_SHAPE = shape
+            label = f"fused {'4 elements' if vec4 else '1 element'} (LX, LY, PY) {shape}"
+            _dispatch.forget()
+            _filter._made.clear()
+            try:
+                with _tiers.tier("specialised"):
+                    ms = median_ms(cases["gauss2 fused"][0], args.rounds)
+                    diff = float(np.max(np.abs(out.get() - reference["gauss2 fused"])))
+            except clkit.ClkitError as exc:
+                print(f"{label}: {str(exc).splitlines()[0]}", flush=True)
+                continue
+            results[label] = {"gauss2 fused": {"ms": ms, "copy_bandwidth": copy_ms / ms,
+                                               "max_diff": diff}}
+            print(f"{label}: {ms:.4f} ms ({copy_ms / ms:.2f}x{'' if diff == 0 else ' DIFF'})",
+                  flush=True)
+        geo.FUSED_SHAPE, geo.FUSED_SHAPE4, geo.FUSED_VEC4 = shipped
     print(f"device copy of the image: {copy_ms:.4f} ms")
     report = {"device": str(device), "size": [width, height], "rounds": args.rounds,
               "copy_ms": copy_ms, "layouts": results}

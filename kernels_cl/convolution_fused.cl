@@ -17,8 +17,13 @@
  * (PY consecutive ones per work-item); its local memory holds the row pass of LY * PY + KH - 1
  * padded rows.
  *
- * Build-time defines: those of convolution.h, and LX, LY, PY (the host checks that the local
- * memory holds (LY * PY + KH - 1) * LX elements of ACC_T).
+ * With VEC4 (float images summed in float), each work-item computes 4 adjacent row elements:
+ * in rows of a multiple of 4 elements, away from the row's ends, its row pass reads the span
+ * its 4 elements need with 16-byte loads (one load serves up to 16 taps), and its column pass
+ * reads and writes 16 bytes at a time; elsewhere each of the 4 is summed on its own.
+ *
+ * Build-time defines: those of convolution.h, and LX, LY, PY, VEC4 (the host checks that the
+ * local memory holds (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1) elements of ACC_T).
  */
 #include "convolution.h"
 
@@ -31,8 +36,41 @@
 #ifndef PY
 #define PY 8
 #endif
+#ifndef VEC4
+#define VEC4 0
+#endif
+#define EPI (VEC4 ? 4 : 1)     /* row elements per work-item */
+#define EW (LX * EPI)          /* row elements per work-group */
 #define OUT_H (LY * PY)
 #define TMP_H (OUT_H + KH - 1)
+#define HL4 ((HALO_L + 3) / 4 * 4)             /* the left halo, rounded up to whole vectors */
+#define NV ((HL4 + 4 + HALO_R + 3) / 4)         /* vectors of a work-item's span */
+
+/* The row pass of element e of source row srow (not a row of cval); inside: no tap needs
+ * folding. */
+CLK_INLINE ACC_T row_element(__global const SRC_T* src, MASK_SPACE const ACC_T* row,
+                             const int srow, const int e, const int width, const ACC_T cval,
+                             const bool inside)
+{
+    ACC_T acc = 0;
+    if (inside) {
+        __global const SRC_T* s = src + (size_t)srow * (size_t)(width * CHANNELS) + (e - HALO_L);
+#if KW <= 64
+#pragma unroll
+#endif
+        for (int k = 0; k < KW; k++)
+            IF_TAP_USED(MASK_ROW, row, k) acc += row[k] * (ACC_T)s[k * CHANNELS];
+    } else {
+#if KW <= 64
+#pragma unroll
+#endif
+        for (int k = 0; k < KW; k++)
+            IF_TAP_USED(MASK_ROW, row, k)
+                acc += row[k] * folded_src(src, srow, e + (k - ANCHOR_X) * CHANNELS, width,
+                                           cval);
+    }
+    return acc;
+}
 
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_fused(__global const SRC_T* restrict src,
@@ -43,40 +81,57 @@ void convolve_fused(__global const SRC_T* restrict src,
                     const int width, const int out_rows, const ACC_T cval,
                     const ACC_T cval_rows)
 {
-    __local ACC_T tmp[TMP_H * LX];
+    __local ACC_T tmp[TMP_H * EW] __attribute__((aligned(16)));
     const int rowlen = width * CHANNELS;
     const int lx = (int)get_local_id(0);
     const int ly = (int)get_local_id(1);
-    const int e0 = (int)get_group_id(0) * LX;
-    const int e = e0 + lx;
+    const int e0 = (int)get_group_id(0) * EW;
+    const int e = e0 + lx * EPI;
     const int p0 = (int)get_group_id(1) * OUT_H;
     const int last_p = out_rows + KH - 2;
     /* Away from the row's ends no tap needs folding: plain loads, the same for every item. */
-    const bool inside = e0 >= HALO_L && e0 + LX + HALO_R <= rowlen;
+    const bool inside = e0 >= HALO_L && e0 + EW + HALO_R <= rowlen;
+#if VEC4
+    /* and the spans start on 16 bytes: whole vectors */
+    const bool vectors = (rowlen & 3) == 0 && e0 >= HL4 && e0 + EW - 4 - HL4 + 4 * NV <= rowlen;
+#endif
 
     for (int t = ly; t < TMP_H; t += LY) {
         /* padded rows past the band feed only outputs past it, which are not written */
         const int srow = rowmap[min(p0 + t, last_p)];
-        ACC_T acc = 0;
+        __local ACC_T* out = tmp + t * EW + lx * EPI;
+#if VEC4
         if (srow < 0) {
-            acc = cval_rows;
-        } else if (inside) {
-            __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (e - HALO_L);
+            vstore4((float4)cval_rows, 0, out);
+        } else if (vectors) {
+            __global const float* s = src + (size_t)srow * (size_t)rowlen + (e - HL4);
+            float v[4 * NV];
+#pragma unroll
+            for (int i = 0; i < NV; i++)
+                vstore4(vload4(i, s), i, v);
+            float4 acc = 0;
 #if KW <= 64
 #pragma unroll
 #endif
-            for (int k = 0; k < KW; k++)
-                IF_TAP_USED(MASK_ROW, row, k) acc += row[k] * (ACC_T)s[k * CHANNELS];
-        } else if (e < rowlen) {
-#if KW <= 64
-#pragma unroll
-#endif
-            for (int k = 0; k < KW; k++)
+            for (int k = 0; k < KW; k++) {
+                const int a = HL4 - HALO_L + k * CHANNELS;
                 IF_TAP_USED(MASK_ROW, row, k)
-                    acc += row[k] * folded_src(src, srow, e + (k - ANCHOR_X) * CHANNELS, width,
-                                               cval);
+                    acc += row[k] * (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
+            }
+            vstore4(acc, 0, out);
+        } else {
+            for (int c = 0; c < 4; c++)
+                out[c] = e + c < rowlen ? row_element(src, row, srow, e + c, width, cval, inside)
+                                        : 0;
         }
-        tmp[t * LX + lx] = acc;
+#else
+        ACC_T acc = 0;
+        if (srow < 0)
+            acc = cval_rows;
+        else if (e < rowlen)
+            acc = row_element(src, row, srow, e, width, cval, inside);
+        out[0] = acc;
+#endif
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (e >= rowlen)
@@ -85,7 +140,11 @@ void convolve_fused(__global const SRC_T* restrict src,
      * whose taps reach it (held in registers), PY + KH - 1 reads for PY outputs; the work-items
      * of a warp read neighbouring elements of one row together */
     const int r0 = ly * PY;
+#if VEC4
+    float4 acc[PY];
+#else
     ACC_T acc[PY];
+#endif
 #pragma unroll
     for (int o = 0; o < PY; o++)
         acc[o] = 0;
@@ -93,7 +152,11 @@ void convolve_fused(__global const SRC_T* restrict src,
 #pragma unroll
 #endif
     for (int t = 0; t < PY + KH - 1; t++) {
-        const ACC_T v = tmp[(r0 + t) * LX + lx];
+#if VEC4
+        const float4 v = vload4(0, tmp + (r0 + t) * EW + lx * 4);
+#else
+        const ACC_T v = tmp[(r0 + t) * EW + lx];
+#endif
 #pragma unroll
         for (int o = 0; o < PY; o++) {
             const int k = t - o;
@@ -102,7 +165,20 @@ void convolve_fused(__global const SRC_T* restrict src,
         }
     }
 #pragma unroll
-    for (int o = 0; o < PY; o++)
-        if (p0 + r0 + o < out_rows)
-            dst[(size_t)(p0 + r0 + o) * (size_t)rowlen + e] = acc[o];
+    for (int o = 0; o < PY; o++) {
+        if (p0 + r0 + o >= out_rows)
+            break;
+        __global ACC_T* d = dst + (size_t)(p0 + r0 + o) * (size_t)rowlen + e;
+#if VEC4
+        if ((rowlen & 3) == 0 && e + 4 <= rowlen) {
+            vstore4(acc[o], 0, d);
+        } else {
+            const float a[4] = {acc[o].x, acc[o].y, acc[o].z, acc[o].w};
+            for (int c = 0; c < 4 && e + c < rowlen; c++)
+                d[c] = a[c];
+        }
+#else
+        d[0] = acc[o];
+#endif
+    }
 }

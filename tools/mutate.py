@@ -117,6 +117,11 @@ MUTANTS = [
       "    if isinstance(result, np.ndarray):\n"
       "        result[np.isposinf(result)] = -np.inf\n"
       "    return result", ["test_gaussian_non_finite_pixels"], k="reflect"),
+    M("gaussian-fused-vector-lane", "the GPU one-kernel filter's 16-byte row pass reads its first "
+      "lane one element late", "kernels_cl/**/convolution_fused.cl",
+      "(float4)(v[a], v[a + 1], v[a + 2], v[a + 3])",
+      "(float4)(v[a + 1], v[a + 1], v[a + 2], v[a + 3])", ["test_gpu_fused_gaussian"],
+      k="520 and reflect"),
     # -- mandelbrot
     M("mandelbrot-last-column", "the last column copied from its neighbour when width > 100",
       "clkit/**/*.py",

@@ -223,7 +223,8 @@ class Filter(Operation):
         if self.corr.size * acc.itemsize > device.cl_device.max_constant_buffer_size:
             defines["MASK_SPACE"] = "__global"
         two_pass = self.two_pass(device)
-        shape = (fused(device, kh, self.channels, acc.itemsize) if two_pass else None) or \
+        vec4 = self.image_dtype == np.float32 and acc == np.float32
+        shape = (fused(device, kh, self.channels, acc.itemsize, vec4) if two_pass else None) or \
             geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))

@@ -590,14 +590,17 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("sigma,shape", [(2.0, (45, 150)), (2.0, (23, 70, 3)), (4.0, (90, 140)),
-                                         (3.0, (41, 33, 2))], ids=str)
+                                         (3.0, (41, 33, 2)),
+                                         # rows of whole 16-byte vectors, several groups wide
+                                         (2.0, (37, 520)), (3.0, (20, 260, 2))], ids=str)
 def test_gpu_fused_gaussian(as_gpu, rng, mode, sigma, shape):
     from clkit.kernels._filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     image = rng.standard_normal(shape).astype(np.float32)
     filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
-    assert filt._program(as_gpu)[1].variant == "fused"
+    geometry = filt._program(as_gpu)[1]
+    assert geometry.variant == "fused" and geometry.defines["VEC4"] == 1
     got = ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu)
     expected, scale = gaussian_reference(image, sigma, mode, -0.75)
     taps = 2 * int(4.0 * sigma + 0.5) + 1
