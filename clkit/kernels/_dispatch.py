@@ -169,6 +169,10 @@ class Operation:
 
 _plans: dict = {}
 _plans_lock = threading.Lock()
+#: Called with a device when the first plan of the process is made for it: builds that the
+#: library's later calls on it will likely want, queued ahead (see _convolve_tiers).
+first_plan_hooks: list = []
+_planned: set = set()  # the devices hooks ran for
 
 
 def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
@@ -177,6 +181,10 @@ def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
     key = (op.key, rt, dev.type, dev.local_mem, dev.fp64, r0, r1)
     found = _plans.get(key)
     if found is None:
+        if dev not in _planned:
+            _planned.add(dev)
+            for hook in first_plan_hooks:
+                hook(dev)
         found = (op.rows(r0, r1), op.plan(rt, r0, r1))
         with _plans_lock:
             _plans[key] = found

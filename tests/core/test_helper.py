@@ -21,7 +21,8 @@ import pytest
 
 from clkit import _devices, _helper
 from clkit._errors import DeviceNotFoundError
-from _reference import assert_close_scaled, convolve_reference, filter_ulps
+from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gaussian_radius,
+                        gaussian_reference)
 
 CPU = types.SimpleNamespace(type="cpu", simulator=False)
 
@@ -130,3 +131,40 @@ def test_a_cold_start_builds_through_the_helper_on_cpu_drivers(device, tmp_path)
                             what="convolve, cold")
     if device.platform == "Portable Computing Language":  # the tiers' sums agree to the bit
         assert all(np.array_equal(r, last) for r in results[:-1])
+
+
+AHEAD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import clkit, clkit.kernels as ck
+    from clkit import _tiers
+    device = clkit.select(sys.argv[1])
+    x = np.arange(1000, dtype=np.float32)
+    ck.vector_add(x, x, device=device)  # the process's first library call on the device
+    assert _tiers.wait_idle(600)
+    ahead = _tiers.stats()["prebuilt"]
+    image = np.random.default_rng(2).random((40, 70), dtype=np.float32)
+    np.save(sys.argv[2], ck.gaussian_blur(image, 1.5, device=device))
+    print(json.dumps(dict(_tiers.stats(), ahead=ahead)))
+""")
+
+
+def test_the_generic_convolution_is_built_ahead_on_cpu_drivers(device, tmp_path):
+    """At the first library call on a CPU driver the optimised generic program (and to_acc) is
+    built in the background, so that the first blur runs it rather than the quick tier."""
+    if device.simulator:
+        pytest.skip("beside the simulator background builds are off")
+    env = dict(os.environ, CLKIT_VISIBLE_DEVICES=device.id, CLKIT_CACHE_DIR=str(tmp_path / "c"),
+               POCL_CACHE_DIR=str(tmp_path / "p"), CUDA_CACHE_PATH=str(tmp_path / "n"))
+    env.pop("CLKIT_TIER", None), env.pop("CLKIT_BACKGROUND_BUILDS", None)
+    out = subprocess.run([sys.executable, "-c", AHEAD, device.id, str(tmp_path / "r.npy")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout.splitlines()[-1])
+    # the generic program and its conversion of other dtypes
+    assert stats["ahead"] == (2 if device.type == "cpu" else 0) and stats["failed"] == 0, stats
+    assert stats["quick"] == 0 and stats["generic"] == 1, stats  # the optimised build ran
+    image = np.random.default_rng(2).random((40, 70), dtype=np.float32)
+    expected, scale = gaussian_reference(image, 1.5)
+    assert_close_scaled(np.load(tmp_path / "r.npy"), expected, scale,
+                        ulps=filter_ulps(2 * (2 * gaussian_radius(1.5) + 1)), what="blur")
