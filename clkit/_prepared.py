@@ -32,8 +32,9 @@ class Prepared:
     buffers at the ``None`` slots.  Nothing is built before the first call.
 
     ``prepared(queue, *buffers)`` enqueues on ``queue`` (one of ``rt``'s
-    context) and returns without waiting; a buffer is a device array or a
-    pyopencl buffer (scratch memory).
+    context) and returns without waiting; a buffer is a C-contiguous device
+    array (as :mod:`clkit.kernels._dispatch` passes them) or a pyopencl buffer
+    (scratch memory).
     """
 
     __slots__ = ("program", "name", "kernel", "rt", "args", "slots", "sizes", "own", "lock")
@@ -58,8 +59,8 @@ class Prepared:
             bound, knl, dtypes, gsize, lsize = own
             with self.lock:
                 for i, dtype, b in zip(self.slots, dtypes, buffers):
-                    if type(b) is _Array:
-                        if b.dtype is not dtype or b.offset or not b.flags.forc:
+                    if type(b) is _Array:  # contiguous: the dispatch layer sees to it
+                        if b.dtype is not dtype or b.offset:
                             break
                         knl.set_arg(i, b.base_data)
                     elif isinstance(b, _Buffer):  # scratch memory, a pooled allocation

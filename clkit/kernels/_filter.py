@@ -22,8 +22,8 @@ from . import _memory
 from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                       require_fp64)
-from ._conv_geometry import cpu_vector_width, fused, geometry
-from ._convolve_tiers import GENERIC_CHUNK, UNOPTIMISED, Generic, Specialised, prime_convert
+from ._conv_geometry import fused, geometry
+from ._convolve_tiers import UNOPTIMISED, Generic, Specialised, prime_convert
 from ._dispatch import CL_TYPES, Operation, first_plan_hooks, program
 from ._taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
 
@@ -382,9 +382,9 @@ class Filter(Operation):
 
 
 def prebuild_generic(device) -> None:
-    """On a CPU driver, the optimised generic program for float images and its conversion of
-    other dtypes (to_acc), queued for the background builds (with their first launches) at
-    the first library call of the process on the device, where they are not in the disk
+    """On a CPU driver, the conversion of other dtypes (to_acc) and the optimised generic
+    program for float images, queued for the background builds (with their first launches)
+    at the first library call of the process on the device, where they are not in the disk
     cache yet.
 
     The generic program takes PoCL 1.5 to 3 s; built ahead, the first convolution or blur
@@ -393,21 +393,16 @@ def prebuild_generic(device) -> None:
     """
     if device.type != "cpu" or device.simulator:
         return
+    probe = Filter.for_mask("convolve", np.zeros((8, 64), np.float32), np.ones((3, 3)),
+                            "reflect", 0.0)
+    rt = runtime(device)
+    generic = Generic(probe, probe._program(device)[1], rt, rt.queue, border=0)
     # to_acc first: it takes a fraction of the time, and without the quick tier (which holds
     # a copy of it) a first image of another dtype needs it
-    convert = program("convolve_generic", CONVERT=1, ACC_T="float")
-    _tiers.prebuild(convert, device, first=True, prime=functools.partial(
-        prime_convert, device, np.dtype(np.float32), ()))
-    prg = program("convolve_generic", ACC_T="float", GV=cpu_vector_width(device, 4),
-                  CHUNK=GENERIC_CHUNK["cpu"])
-    _tiers.prebuild(prg, device, functools.partial(_prime_generic, device), first=True)
-
-
-def _prime_generic(device) -> None:
-    """The first launch of the optimised generic float program (PoCL compiles it then)."""
-    image = np.zeros((8, 64), np.float32)
-    Filter.for_mask("convolve", image, np.ones((3, 3), np.float32), "reflect", 0.0)._prime(
-        device, generic=True)
+    _tiers.prebuild(generic._convert, device, first=True, prime=functools.partial(
+        prime_convert, device, generic.acc, generic.options))
+    _tiers.prebuild(generic.prg, device, functools.partial(probe._prime, device, generic=True),
+                    first=True)
 
 
 first_plan_hooks.append(prebuild_generic)
