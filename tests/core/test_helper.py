@@ -19,7 +19,7 @@ import types
 import numpy as np
 import pytest
 
-from clkit import _devices, _helper
+from clkit import _devices, _helper, _tiers
 from clkit._errors import DeviceNotFoundError
 from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gaussian_radius,
                         gaussian_reference)
@@ -29,7 +29,9 @@ CPU = types.SimpleNamespace(type="cpu", simulator=False)
 
 @pytest.fixture
 def helper(monkeypatch, tmp_path):
-    """A helper of this test's own, ended after it."""
+    """A helper of this test's own, ended after it; no background build uses it meanwhile."""
+    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    assert _tiers.wait_idle(600)
     monkeypatch.setenv("CLKIT_CACHE_DIR", str(tmp_path / "cache"))
     _helper.close()
     monkeypatch.setitem(_helper._state, "failed", False)
