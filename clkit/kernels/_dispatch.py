@@ -170,7 +170,7 @@ class Operation:
 _plans: dict = {}
 _plans_lock = threading.Lock()
 #: Called with a device when the first plan of the process is made for it: builds that the
-#: library's later calls on it will likely want, queued ahead (see _convolve_tiers).
+#: library's later calls on it will likely want, queued ahead (see _filter.prebuild_generic).
 first_plan_hooks: list = []
 _planned: set = set()  # the devices hooks ran for
 
