@@ -30,14 +30,14 @@ _SHORT_PLATFORM = {
 # The mapping of encoded names to values that os.environ keeps (CPython, every platform): a
 # lookup there costs a dict's, where os.environ.get encodes the name and decodes the value
 # (about a microsecond), and a library call reads a few settings.
-_environ_data = getattr(os.environ, "_data", None)
+_environ_data = getattr(os.environ, "_data", None) if hasattr(os.environ, "encodekey") else None
 _environ_keys: dict = {}
 
 
 def setting(name: str, default=None):
     """``os.environ.get(name, default)``, at a dict lookup's cost."""
     data = _environ_data
-    if data is None or not hasattr(os.environ, "encodekey"):
+    if data is None:
         return os.environ.get(name, default)
     key = _environ_keys.get(name)
     if key is None:

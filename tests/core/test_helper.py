@@ -108,16 +108,23 @@ COLD_START = textwrap.dedent("""
 """)
 
 
-def test_a_cold_start_builds_through_the_helper_on_cpu_drivers(device, tmp_path):
+def cold_process(script, device, result):
+    """The tier counts printed by ``script`` run in a new process on ``device`` alone, with
+    empty driver and clkit caches beside ``result`` (the file it writes its results to)."""
     if device.simulator:
         pytest.skip("beside the simulator background builds are off")
-    env = dict(os.environ, CLKIT_VISIBLE_DEVICES=device.id, CLKIT_CACHE_DIR=str(tmp_path / "c"),
-               POCL_CACHE_DIR=str(tmp_path / "p"), CUDA_CACHE_PATH=str(tmp_path / "n"))
+    folder = result.parent
+    env = dict(os.environ, CLKIT_VISIBLE_DEVICES=device.id, CLKIT_CACHE_DIR=str(folder / "c"),
+               POCL_CACHE_DIR=str(folder / "p"), CUDA_CACHE_PATH=str(folder / "n"))
     env.pop("CLKIT_TIER", None), env.pop("CLKIT_BACKGROUND_BUILDS", None)
-    out = subprocess.run([sys.executable, "-c", COLD_START, device.id, str(tmp_path / "r.npz")],
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", script, device.id, str(result)], env=env,
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    stats = json.loads(out.stdout.splitlines()[-1])
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_a_cold_start_builds_through_the_helper_on_cpu_drivers(device, tmp_path):
+    stats = cold_process(COLD_START, device, tmp_path / "r.npz")
     # the hot variant, and the generic programs queued by the first call
     assert stats["built"] == 1 and stats["prebuilt"] >= 1 and stats["failed"] == 0, stats
     background = stats["built"] + stats["prebuilt"]
@@ -154,15 +161,7 @@ AHEAD = textwrap.dedent("""
 def test_the_generic_convolution_is_built_ahead_on_cpu_drivers(device, tmp_path):
     """At the first library call on a CPU driver the optimised generic program (and to_acc) is
     built in the background, so that the first blur runs it rather than the quick tier."""
-    if device.simulator:
-        pytest.skip("beside the simulator background builds are off")
-    env = dict(os.environ, CLKIT_VISIBLE_DEVICES=device.id, CLKIT_CACHE_DIR=str(tmp_path / "c"),
-               POCL_CACHE_DIR=str(tmp_path / "p"), CUDA_CACHE_PATH=str(tmp_path / "n"))
-    env.pop("CLKIT_TIER", None), env.pop("CLKIT_BACKGROUND_BUILDS", None)
-    out = subprocess.run([sys.executable, "-c", AHEAD, device.id, str(tmp_path / "r.npy")],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    stats = json.loads(out.stdout.splitlines()[-1])
+    stats = cold_process(AHEAD, device, tmp_path / "r.npy")
     # the generic program and its conversion of other dtypes
     assert stats["ahead"] == (2 if device.type == "cpu" else 0) and stats["failed"] == 0, stats
     assert stats["quick"] == 0 and stats["generic"] == 1, stats  # the optimised build ran
