@@ -34,15 +34,18 @@ class Geometry:
             return ((-(-rowlen // ew) * self.lx, -(-rows // (self.ly * self.py)) * self.ly),
                     (self.lx, self.ly))
         if self.variant == "cpu":
+            # One local size whatever the width: PoCL compiles a kernel again for each local
+            # size it is launched with (150-300 ms on 2 cores), so a narrow image that took a
+            # smaller one paid a new compile; the work-items past the row return at once.
             gx = -(-rowlen // (self.vw * self.nvec))
-            lx = min(4, gx)
-            return (-(-gx // lx) * lx, -(-rows // self.rows)), (lx, 1)
+            return (-(-gx // CPU_LX) * CPU_LX, -(-rows // self.rows)), (CPU_LX, 1)
         gx = -(-rowlen // (self.lx * self.px)) * self.lx
         gy = -(-rows // (self.ly * self.py)) * self.ly
         return (gx, gy), (self.lx, self.ly)
 
 
 GPU_TILE = (32, 4, 4, 4)
+CPU_LX = 4  # work-items along a row in a work-group of the CPU variant
 
 
 def gpu_tile(kh, kw, separable) -> tuple:
