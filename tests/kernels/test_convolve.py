@@ -395,6 +395,32 @@ def test_convolve_non_contiguous_image_and_mask(device, rng):
     check_convolve(ck.convolve(image, mask_f, device=device), image, mask_f)
 
 
+@pytest.mark.parametrize("tier", ["specialised", "generic"])
+def test_each_kernel_takes_one_local_size_whatever_the_width(device, rng, monkeypatch, tier):
+    """A driver such as PoCL compiles a kernel again for each new local size: a new image width
+    must not choose one."""
+    from clkit import _launch, _tiers
+    sizes = {}
+    enqueue = _launch._enqueue
+
+    def spy(queue, knl, gsize, lsize):
+        sizes.setdefault(knl.function_name, set()).add(tuple(lsize))
+        return enqueue(queue, knl, gsize, lsize)
+    monkeypatch.setattr(_launch, "_enqueue", spy)
+    mask = rng.random((3, 5))
+    with _tiers.tier(tier):
+        for width in (1, 2, 3, 5, 9, 17, 40, 131):
+            image = rng.random((6, width), dtype=np.float32)
+            for got, (want, scale) in ((ck.convolve(image, mask, device=device),
+                                        convolve_reference(image, mask, "reflect", 0.0)),
+                                       (ck.gaussian_blur(image, 1.5, device=device),
+                                        (scipy.ndimage.gaussian_filter(image.astype(np.float64),
+                                                                       1.5), 1.0))):
+                assert_close_scaled(got, want, scale, dtype=np.float32, ulps=64,
+                                    what=f"width {width}")
+    assert sizes and all(len(s) == 1 for s in sizes.values()), sizes
+
+
 # -- convolve: out= and device arrays -------------------------------------------------------------
 
 def test_convolve_out_numpy(device, rng):
