@@ -77,9 +77,14 @@ _NO_ROWMAP = np.zeros(1, np.int32)
 _CL_ACC = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
+def convert_defines(acc) -> dict:
+    """The defines of to_acc's own build (convolve_generic.cl) for accumulator type ``acc``."""
+    return {"CONVERT": 1, "ACC_T": _CL_ACC[acc]}
+
+
 def prime_convert(device, acc, options, **defines) -> None:
     """to_acc's first launch, on a queue of its own (PoCL compiles a kernel's code then), in
-    the build with these options and defines (to_acc's own by default).
+    the build with these options and defines.
 
     Over 2**16 work-items: PoCL 3.1 compiles one version of a kernel for launches of fewer
     (which the next larger launch compiles again) and one that serves every size.
@@ -89,8 +94,7 @@ def prime_convert(device, acc, options, **defines) -> None:
     n = 1 << 17
     src = _transfer.upload(rt, np.zeros(n, np.uint8), queue)
     out = cl_array.empty(queue, n, acc)
-    convert = program("convolve_generic", options=options,
-                      **(defines or {"CONVERT": 1, "ACC_T": _CL_ACC[acc]}))
+    convert = program("convolve_generic", options=options, **defines)
     convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=n, local_size=64,
                    device=device, queue=queue)
 
@@ -126,8 +130,8 @@ class Generic:
         # A call (work given) may run the build without optimisation until this one is ready;
         # then ``optimised`` is the build queue_builds queues
         self.optimised = None
-        self._convert = program("convolve_generic", options=self.options, CONVERT=1,
-                                ACC_T=_CL_ACC[self.acc])
+        self._convert = program("convolve_generic", options=self.options,
+                                **convert_defines(self.acc))
         self._convert_here = self._convert  # the build device_src runs
         if work is not None and _tiers.use_quick(self.prg, device, work=work):
             self.optimised = self.prg
@@ -144,24 +148,30 @@ class Generic:
         self.skip = int(f.skip_zero_taps)
         self.order = 1 if self.cpu else 0
 
-    def queue_builds(self, prime) -> _tiers.AfterLaunch | None:
-        """Before a call's launch: the builds its successors will want, made in the
-        background (in this process once the call's kernels have run, as PoCL would hold them
-        up otherwise: the caller marks them with the returned object's ``launched(queue)``; None
-        when nothing was queued).
+    def prebuild(self, optimised, prime, after=None) -> bool:
+        """Queue for the background builds what later calls will want; whether any was queued.
 
-        After a call of the quick tier, the optimised generic program (primed by
-        ``prime()``), which serves every variant; then to_acc, for images of other dtypes, so
-        that the first such image does not wait for a compiler (80 ms on an H200; the quick
-        tier's build has one meanwhile).
+        First to_acc, for images of other dtypes, so that the first such image does not wait
+        for a compiler (a fraction of the time of the other: 80 ms on an H200); then
+        ``optimised`` (the optimised generic program, which serves every variant; None for
+        none), primed by ``prime()``.  ``after`` as for :func:`clkit._tiers.prebuild`.
+        """
+        queued = _tiers.prebuild(self._convert, self.device, after=after, first=True,
+                                 prime=functools.partial(prime_convert, self.device, self.acc,
+                                                         self.options,
+                                                         **convert_defines(self.acc)))
+        if optimised is not None:
+            queued |= _tiers.prebuild(optimised, self.device, prime, first=True, after=after)
+        return queued
+
+    def queue_builds(self, prime) -> _tiers.AfterLaunch | None:
+        """Before a call's launch: :meth:`prebuild`, the optimised program being the one the
+        quick tier stands in for, if it does; in this process made once the call's kernels
+        have run, as PoCL would hold them up otherwise (the caller marks them with the
+        returned object's ``launched(queue)``; None when nothing was queued).
         """
         after = _tiers.AfterLaunch()
-        queued = self.optimised is not None and _tiers.prebuild(
-            self.optimised, self.device, prime, first=True, after=after)
-        queued |= _tiers.prebuild(self._convert, self.device, after=after, first=True,
-                                  prime=functools.partial(prime_convert, self.device,
-                                                          self.acc, self.options))
-        return after if queued else None
+        return after if self.prebuild(self.optimised, prime, after) else None
 
     def device_src(self, src):
         """A device image in the accumulation type (converted by to_acc)."""

@@ -23,7 +23,7 @@ from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                       require_fp64)
 from ._conv_geometry import fused, geometry
-from ._convolve_tiers import UNOPTIMISED, Generic, Specialised, prime_convert
+from ._convolve_tiers import UNOPTIMISED, Generic, Specialised
 from ._dispatch import CL_TYPES, Operation, first_plan_hooks, program
 from ._taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
 
@@ -397,12 +397,7 @@ def prebuild_generic(device) -> None:
                             "reflect", 0.0)
     rt = runtime(device)
     generic = Generic(probe, probe._program(device)[1], rt, rt.queue, border=0)
-    # to_acc first: it takes a fraction of the time, and without the quick tier (which holds
-    # a copy of it) a first image of another dtype needs it
-    _tiers.prebuild(generic._convert, device, first=True, prime=functools.partial(
-        prime_convert, device, generic.acc, generic.options))
-    _tiers.prebuild(generic.prg, device, functools.partial(probe._prime, device, generic=True),
-                    first=True)
+    generic.prebuild(generic.prg, functools.partial(probe._prime, device, generic=True))
 
 
 first_plan_hooks.append(prebuild_generic)
