@@ -183,9 +183,21 @@ def _at(exc: Exception, index: int) -> Exception:
 
 
 def _queues(rt: Runtime, n: int) -> list:
-    """``n`` lane queues of a device, made once and kept (their ids identify the runtime)."""
+    """``n`` lane queues of a device, made once and kept (their ids identify the runtime).
+
+    PoCL's lanes take turns on one queue.  Its CPU driver keeps one table of the loaded
+    kernels for the whole process, which two launches of one kernel running at once with
+    grids of different sizes (on two queues) can leave wrong: PoCL 5.0 then aborts the process
+    (``pocl_release_dlhandle_cache: Assertion `found->ref_count > 0' failed``; 3 runs in 24 of
+    a batch cut into tiles of unequal rows).  A lane there still overlaps its host work with
+    the other lane's kernels.
+    """
     with _lane_queues_lock:
         have = _lane_queues.setdefault(rt.device, [])
         while len(have) < n:
-            have.append(rt.new_queue())
+            have.append(have[0] if have and _one_queue(rt.device) else rt.new_queue())
         return have[:n]
+
+
+def _one_queue(device) -> bool:
+    return device.platform == "Portable Computing Language"
