@@ -6,6 +6,7 @@ import weakref
 
 import numpy as np
 import pytest
+import scipy.ndimage
 
 import clkit
 from clkit import kernels as ck
@@ -208,8 +209,27 @@ def test_lanes_run_on_queues_of_their_own(device, rng):
     images = [random_image(rng, (64, 64, 3), np.uint8) for _ in range(24)]
     list(clkit.map(gray, images, device=device))
     assert id(clkit.runtime(device).queue) not in queues and len(queues) >= 1
-    if device.platform == "Portable Computing Language":  # its lanes take turns on one queue
-        assert len(queues) == 1, queues
+
+
+@pytest.mark.parametrize("one_queue", [True, False], ids=["one queue", "a queue each"])
+def test_lanes_on_one_queue_give_the_same_results(device, rng, monkeypatch, one_queue):
+    """Where the driver cannot run one kernel on two queues at once (PoCL 4 and 5), lanes
+    take turns on one queue: images of several sizes, so that the grids differ."""
+    if device.simulator:
+        pytest.skip("the simulator runs a batch one image at a time")
+    monkeypatch.setattr(clkit._map, "_one_queue", lambda d: one_queue)
+    monkeypatch.setattr(clkit._map, "_lane_queues", {})
+    queues = set()
+
+    def blur(image, device):
+        queues.add(id(clkit.runtime(device).queue))
+        return ck.gaussian_blur(image, 1.2, device=device)
+
+    images = [rng.random((12 + 7 * i, 30 + 5 * i), dtype=np.float32) for i in range(10)]
+    for image, result in zip(images, clkit.map(blur, images, device=device)):
+        assert_close_scaled(result, scipy.ndimage.gaussian_filter(image.astype(np.float64), 1.2),
+                            1.0, ulps=64, what=f"image of shape {image.shape}")
+    assert len(queues) == 1 if one_queue else 1 <= len(queues) <= clkit._map.LANES["gpu"], queues
 
 
 def test_leaving_the_loop_early_stops_the_batch(device, rng):
