@@ -2,7 +2,8 @@
 
 One file per (expanded source, build options, device, driver): a short
 header with a checksum of the binary and the kernels' signatures, then the
-binary.  Files are written to a temporary name and renamed into place, so a
+binary (none for a driver that caches its builds itself: the entry then says
+that the program was built and what its kernels take).  Files are written to a temporary name and renamed into place, so a
 reader sees a whole entry or none, also with several processes building the
 same program at once.  An entry that fails its checksum or that the driver
 refuses is rebuilt and overwritten.
@@ -78,7 +79,7 @@ def load(entry_key: str) -> tuple[bytes, dict] | None:
 def store(entry_key: str, binary: bytes, meta: dict) -> None:
     """Write an entry atomically; a cache that cannot be written is skipped with a warning."""
     folder = cache_dir()
-    if folder is None or not binary:
+    if folder is None:
         return
     meta = dict(meta, sha256=hashlib.sha256(binary).hexdigest())
     header = json.dumps(meta).encode()

@@ -24,7 +24,10 @@ def test_memory_then_disk_hits(device, cache_dir):
     assert prg.build(device).origin == "compiled"
     assert prg.build(device).origin == "memory"
     assert clkit.Program.from_source(SRC).build(device).origin == "memory"
-    assert len(entries(cache_dir)) == 1
+    (entry,) = entries(cache_dir)
+    # PoCL caches the build itself: asking it for the binary would compile every kernel again
+    binary, _ = _cache.load(entry.stem)
+    assert (binary == b"") == (device.platform == "Portable Computing Language"), len(binary)
     _build.forget()
     again = clkit.Program.from_source(SRC)
     assert again.build(device).origin == "disk"
@@ -63,7 +66,7 @@ def test_a_binary_the_driver_refuses_is_rebuilt(device, cache_dir, monkeypatch):
 
     def load_with_bad_binary(k):
         binary, meta = real_load(k)
-        return b"\x00" * len(binary), meta
+        return b"\x00" * max(64, len(binary)), meta
     monkeypatch.setattr(_cache, "load", load_with_bad_binary)
     _build.forget()
     prg = clkit.Program.from_source(SRC)
