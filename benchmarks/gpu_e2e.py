@@ -18,7 +18,8 @@ device), so that the figures sit side by side:
   against OpenCV on all cores over the same images;
 - numpy<->device copies staged through pinned buffers (what numpy inputs,
   and results when pinned memory is not at hand, go through), for several
-  copier-thread counts and chunk sizes;
+  copier-thread counts and chunk sizes; and a new numpy array uploaded by the
+  driver from pageable memory, through a ``USE_HOST_PTR`` buffer, and staged;
 - ``gaussian_blur`` sigma 2 and sigma 10 and ``convolve`` 9x9 on a float32
   device array of that size: kernel event time against a device-to-device
   copy of the same bytes (one read and one write per pixel).
@@ -38,6 +39,7 @@ import time
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 
 import clkit
 from clkit import _transfer
@@ -134,6 +136,42 @@ def staging(rt, nbytes, repeat):
         _transfer.THREADS, _transfer.MIN_CHUNK = saved
     np.testing.assert_array_equal(back, host)
     return {"bytes": nbytes, "rows": rows}
+
+
+def fresh_uploads(rt, nbytes, repeat):
+    """GB/s of uploads of a new numpy array each time (filled before the clock starts), three
+    ways: the driver's copy from pageable memory, a ``USE_HOST_PTR`` buffer over the array
+    (which NVIDIA's driver pins, page by page, for the copy), and clkit's staged upload."""
+    queue = rt.new_queue()
+    dev = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nbytes)
+    target = cl_array.Array(queue, (nbytes,), np.uint8, data=dev)
+
+    def pageable(host):
+        cl.enqueue_copy(queue, dev, host)
+
+    def host_ptr(host):
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+        wrapped = cl.Buffer(rt.context, flags, hostbuf=host)
+        cl.enqueue_copy(queue, dev, wrapped)
+        queue.finish()
+        wrapped.release()
+
+    def staged(host):
+        _transfer.upload(rt, host, queue, out=target)
+
+    rows = {}
+    for name, copy in (("pageable", pageable), ("host_ptr", host_ptr), ("staged", staged)):
+        times = []
+        for _ in range(repeat):
+            host = np.empty(nbytes, np.uint8)
+            host[:] = 7
+            queue.finish()
+            start = time.perf_counter()
+            copy(host)
+            queue.finish()
+            times.append((time.perf_counter() - start) * 1e3)
+        rows[name] = gbs(nbytes, float(np.median(times)))
+    return {"bytes": nbytes, **rows}
 
 
 # -- one image and batches -----------------------------------------------------------------------
@@ -257,6 +295,10 @@ def table(res) -> str:
     for r in st["rows"]:
         lines.append(f"{r['setting']} | {r['up_GBs']:.1f} | {r['down_GBs']:.1f} | "
                      f"{r['down_new_GBs']:.1f}")
+    fu = res["fresh_uploads"]
+    lines += ["", f"a new numpy array of {fu['bytes'] / 1e6:.0f} MB to the device, GB/s: the "
+              f"driver's copy from pageable memory {fu['pageable']:.1f}, a USE_HOST_PTR buffer "
+              f"over it {fu['host_ptr']:.1f}, clkit's staged upload {fu['staged']:.1f}"]
     fl = res["filters"]
     lines += ["", f"float32 device array, copy {fl['copy_GBs']:.0f} GB/s ({fl['copy_ms']:.3f} ms)"
               " | kernel ms | whole call ms | GB/s (one read, one write) | of copy"]
@@ -295,6 +337,7 @@ def main(argv=None):
     largest = max(c[1].nbytes for c in all_cases)
     res["link"] = link(rt, largest, args.repeat)
     res["staging"] = staging(rt, largest, args.repeat)
+    res["fresh_uploads"] = fresh_uploads(rt, largest, args.repeat)
     res["single"] = [one_image(dev, rt, c, res["link"], args.repeat) for c in all_cases]
     res["batch"] = [batch(dev, c, res["link"], args.batch, args.repeat) for c in all_cases]
     res["filters"] = filters(dev, rt, height, width, rng, args.repeat)

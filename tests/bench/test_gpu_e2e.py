@@ -24,4 +24,5 @@ def test_gpu_e2e_writes_every_figure(device, tmp_path):
     assert [r["case"] for r in res["filters"]["rows"]] == [
         "gaussian_blur sigma 2", "gaussian_blur sigma 10", "convolve 9x9"]
     assert all(r["kernel_ms"] > 0 for r in res["filters"]["rows"])
+    assert all(res["fresh_uploads"][k] > 0 for k in ("pageable", "host_ptr", "staged"))
     assert "link limit" in (tmp_path / "gpu_e2e.txt").read_text()
