@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import os
 import re
+import resource
 import signal
 import sys
 import tempfile
@@ -129,6 +130,8 @@ def _compile(source: Source, options: tuple, rt) -> Built:
     debugging = device.simulator and _oclgrind.debug_mode() == "oclgrind"
     cached = None if debugging else _cache.load(entry)
     library = _in_library(source)
+    if _driver_keeps_builds(device):
+        _check_room_to_build(source, options, device)
     if cached is not None:
         binary, meta = cached
         try:
@@ -182,6 +185,40 @@ def _source_build(prg, opts: str, device: Device, library: bool, held: list) -> 
     """
     with _driver_output_held(held) if library else contextlib.nullcontext():
         prg._build(options=opts.encode(), devices=[device.cl_device])
+
+
+# What PoCL writes to build a program, from its cache or anew, stays well under this: the
+# preprocessed source (tens of kB), the program's LLVM bitcode and kernels (hundreds of kB).
+_ROOM_TO_BUILD = 1 << 20
+
+
+def _check_room_to_build(source: Source, options: tuple, device: Device) -> None:
+    """Refuse, with the reason, a build that PoCL could not write its files for.
+
+    PoCL writes temporary files into its cache folder for every build, also one its cache
+    answers; where it cannot (a full disk, a limit on file sizes) its compiler ends the
+    process with status 1 and nothing said.
+    """
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    why = None
+    if limit != resource.RLIM_INFINITY and limit < _ROOM_TO_BUILD:
+        why = f"this process may write files of at most {limit} bytes (RLIMIT_FSIZE)"
+    else:
+        folder = Path(os.environ.get("POCL_CACHE_DIR") or
+                      Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pocl")
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            stat = os.statvfs(folder)
+        except OSError:
+            return
+        free = stat.f_bavail * stat.f_frsize
+        if free < _ROOM_TO_BUILD:
+            why = f"the disk of PoCL's cache folder {folder} has {free} bytes free"
+    if why is not None:
+        raise BuildError(f"cannot build {source.origin} for {device}: PoCL writes files into "
+                         f"its cache folder to build a program, and {why}", file=source.origin,
+                         device=device, options=options, log="")
 
 
 def _driver_keeps_builds(device: Device) -> bool:

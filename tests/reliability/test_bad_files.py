@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import clkit as clkit_module
+
 from _cli import REPO, clkit, fails, intrinsic_args, ok, read, save
 
 
@@ -236,20 +238,28 @@ def test_output_name_that_is_a_folder(tmp_path, rgb):
     fails(clkit("mandelbrot", tmp_path / "m.png", "--size", "8x8"), "mandelbrot.png", "folder")
 
 
+LIMIT = 2 << 20  # bytes: the drivers' own files fit (clkit/_build.py), the results do not
+
+
 def small_files():
-    """In the child: files of at most 1000 bytes, as if the disk filled up while writing."""
+    """In the child: files of at most LIMIT bytes, as if the disk filled up while writing."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+
+
+def tiny_files():
     resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
 
 
 @pytest.mark.parametrize("args, out", [
     (["gray", "IN", "OUT/g.png"], "g.png"),
     (["convolve", "IN", "OUT/c.npy", "--mask", "box:3"], "c.npy"),
-    (["mandelbrot", "OUT/m.npy", "--size", "40x30"], "m.npy"),
+    (["mandelbrot", "OUT/m.npy", "--size", "1200x800"], "m.npy"),
     (["points", "DEPTH", "OUT/p.ply", *intrinsic_args()], "p.ply"),
 ], ids=["gray-png", "convolve-npy", "mandelbrot-npy", "points-ply"])
 def test_a_write_that_fails_half_way_leaves_nothing(tmp_path, rng, args, out):
-    src = save(tmp_path / "in.png", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8))
-    depth = save(tmp_path / "d.png", rng.integers(1, 5000, (40, 60), dtype=np.uint16))
+    # results larger than LIMIT: a 1200x1800 gray PNG of noise is 2.2 MB
+    src = save(tmp_path / "in.png", rng.integers(0, 256, (1200, 1800, 3), dtype=np.uint8))
+    depth = save(tmp_path / "d.png", rng.integers(1, 5000, (1200, 1800), dtype=np.uint16))
     folder = tmp_path / "out"
     folder.mkdir()
     argv = [str(src) if a == "IN" else str(depth) if a == "DEPTH" else
@@ -262,3 +272,17 @@ def test_a_write_that_fails_half_way_leaves_nothing(tmp_path, rng, args, out):
     fails(proc, out)
     assert listing(folder) == [out]  # no temporary file left
     assert (folder / out).read_bytes() == b"the previous result"
+
+
+def test_no_room_for_the_drivers_files_is_said_before_building(tmp_path, rng):
+    """PoCL writes files to build a program, also one its cache holds; where it cannot, its
+    compiler would end the process with nothing said."""
+    if clkit_module.select().platform != "Portable Computing Language":
+        pytest.skip("a PoCL device is the default one")
+    src = save(tmp_path / "in.png", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8))
+    ok(clkit("gray", src, tmp_path / "g.png"))
+    proc = subprocess.run([sys.executable, "-m", "clkit", "gray", str(src), str(tmp_path / "h.png")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          preexec_fn=tiny_files)
+    fails(proc, "grayscale.cl", "at most 1000 bytes")
+    assert not (tmp_path / "h.png").exists()
