@@ -186,14 +186,14 @@ def _at(exc: Exception, index: int) -> Exception:
 def _queues(rt: Runtime, n: int) -> list:
     """``n`` lane queues of a device, made once and kept (their ids identify the runtime).
 
-    On PoCL 4 and 5 the lanes take turns on one queue.  Their CPU driver keeps one table of
-    the loaded kernels for the whole process, which two launches of one kernel running at once
-    with grids of different sizes (on two queues) can leave wrong: PoCL 5.0 then aborts the
-    process (``pocl_release_dlhandle_cache: Assertion `found->ref_count > 0' failed``; 7 runs
-    in 53 of a batch cut into tiles of unequal rows, none in 30 on one queue).  A lane there
-    still overlaps its host work with the other lane's kernels, but PoCL no longer runs two
-    kernels at once: on PoCL 3.1, which has not failed so, two queues took 107 against 144-182
-    ms for 24 convolutions of 1920x1080.
+    On PoCL 4 and 5 the lanes take turns on one queue (5.0 seen to fail, 4.x not tried).  Its
+    CPU driver keeps one table of the loaded kernels for the whole process, which two launches
+    of one kernel running at once with grids of different sizes (on two queues) can leave
+    wrong: PoCL 5.0 then aborts the process (``pocl_release_dlhandle_cache: Assertion
+    `found->ref_count > 0' failed``; 7 runs in 53 of a batch cut into tiles of unequal rows,
+    none in 30 on one queue).  A lane there still overlaps its host work with the other lane's
+    kernels, but PoCL no longer runs two kernels at once: on PoCL 3.1, which has not failed
+    so, two queues took 107 against 144-182 ms for 24 convolutions of 1920x1080.
     """
     with _lane_queues_lock:
         have = _lane_queues.setdefault(rt.device, [])
