@@ -3,9 +3,9 @@
 One file per (expanded source, build options, device, driver): a short
 header with a checksum of the binary and the kernels' signatures, then the
 binary (none for a driver that caches its builds itself: the entry then says
-that the program was built and what its kernels take).  Files are written to a temporary name and renamed into place, so a
-reader sees a whole entry or none, also with several processes building the
-same program at once.  An entry that fails its checksum or that the driver
+that the program was built and what its kernels take).  Files are written to
+a temporary name and renamed into place, so a reader sees a whole entry or
+none, also with several processes building the same program at once.  An entry that fails its checksum or that the driver
 refuses is rebuilt and overwritten.
 
 ``CLKIT_CACHE_DIR`` moves the cache (default ``$XDG_CACHE_HOME/clkit`` or
