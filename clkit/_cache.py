@@ -5,8 +5,9 @@ header with a checksum of the binary and the kernels' signatures, then the
 binary (none for a driver that caches its builds itself: the entry then says
 that the program was built and what its kernels take).  Files are written to
 a temporary name and renamed into place, so a reader sees a whole entry or
-none, also with several processes building the same program at once.  An entry that fails its checksum or that the driver
-refuses is rebuilt and overwritten.
+none, also with several processes building the same program at once.  An
+entry that fails its checksum or that the driver refuses is rebuilt and
+overwritten.
 
 ``CLKIT_CACHE_DIR`` moves the cache (default ``$XDG_CACHE_HOME/clkit`` or
 ``~/.cache/clkit``); ``CLKIT_CACHE=0`` turns it off.
