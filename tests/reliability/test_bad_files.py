@@ -282,7 +282,7 @@ def test_no_room_for_the_drivers_files_is_said_before_building(tmp_path, rng):
     src = save(tmp_path / "in.png", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8))
     ok(clkit("gray", src, tmp_path / "g.png"))
     argv = ["gray", str(src), str(tmp_path / "h.png")]
-    proc = subprocess.run([sys.executable, "-m", "clkit", *argv], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          preexec_fn=tiny_files)
+    proc = subprocess.run([sys.executable, "-m", "clkit", *argv], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, preexec_fn=tiny_files)
     fails(proc, "grayscale.cl", "at most 1000 bytes")
     assert not (tmp_path / "h.png").exists()
