@@ -54,7 +54,7 @@ def recording():
     >>> with recording() as launches:
     ...     _ = vector_add(a, a)
     >>> len(launches), launches[0].kernel.name
-    (1, 'vector_add')
+    (1, 'vector_add_float')
     """
     launches: list = []
     token = _recording.set(launches)

@@ -154,9 +154,9 @@ def load(source, *, device=None, defines=None, options=()) -> Program:
     Examples
     --------
     >>> import numpy as np, clkit
-    >>> prg = clkit.load("vector_add", defines={"T": "float"})
-    >>> sorted(prg.kernel_names)  # doctest: +SKIP
-    ['vector_add']
+    >>> prg = clkit.load("vector_add")
+    >>> "vector_add_float" in prg.kernel_names  # doctest: +SKIP
+    True
     """
     if not isinstance(source, (str, Path)):
         raise ArgumentTypeError(f"load takes a kernel name or a path, not {type(source).__name__}")
