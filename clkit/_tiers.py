@@ -265,15 +265,19 @@ def use_quick(program, device, *, work: float) -> bool:
     (``first``, ``after`` the quick launch).
 
     Yes on a CPU driver, for a call of at most QUICK_WORK, while background builds are on and
-    ``program`` is not built yet; or when the quick tier is forced.
+    ``program`` is not built yet, or its background build is still under way; or when the
+    quick tier is forced.  (The helper process puts a build in the disk cache before its first
+    launch has compiled the kernels, which takes PoCL about half a second more.)
     """
     forced = forced_tier()
     if forced != "auto":
         quick = forced == "quick"
     else:
+        v = _variants.get((program.origin, program.options, device))
         quick = (device.type == "cpu" and not device.simulator and work <= QUICK_WORK
                  and background_builds() and not simulator_in_use()
-                 and not _build.available(program.source, program.options, device))
+                 and ((v is not None and v.state in ("queued", "building"))
+                      or not _build.available(program.source, program.options, device)))
     if quick:
         with _lock:
             _counts["quick"] += 1

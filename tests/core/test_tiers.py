@@ -304,6 +304,24 @@ def test_the_quick_tier_serves_small_calls_until_the_optimised_build_is_ready(po
         assert not _tiers.use_specialised(prg, cpu)
 
 
+def test_the_quick_tier_serves_until_the_build_here_has_launched(policy, monkeypatch):
+    # The helper process writes the disk cache when it has built, before its first launch has
+    # compiled the kernels (PoCL: half a second): a call in between must not take the
+    # optimised build, whose first launch would then compile them in the call.
+    gate = threading.Event()
+    start_blocking_build(gate)
+    prg = FakeProgram("generic")
+    cpu = FakeDevice()
+    _tiers.prebuild(prg, cpu, first=True)
+    monkeypatch.setattr(_build, "available", lambda source, options, device: True)
+    try:
+        assert _tiers.use_quick(prg, cpu, work=1.0)  # in the disk cache, still queued here
+    finally:
+        gate.set()
+    assert _tiers.wait_idle(timeout=60) and prg.builds == 1
+    assert not _tiers.use_quick(prg, cpu, work=1.0)  # built and launched here
+
+
 def test_a_first_prebuild_goes_ahead_of_hot_variants(policy):
     gate = threading.Event()
     order = []
