@@ -76,6 +76,9 @@ MUTANTS = [
     M("grayscale-pair-halves", "the paired layout (CPUs) writes its first block's pixels twice",
       "kernels_cl/**/grayscale*.cl", "((__global uint4*)dst)[b + 1] = out.hi;",
       "((__global uint4*)dst)[b + 1] = out.lo;", ["test_each_layout_equals_opencv"], k="bt601"),
+    M("grayscale-quad-lanes", "the four-block layout (AVX-512) writes its first block twice",
+      "kernels_cl/**/grayscale*.cl", "d[1] = out.s4567;", "d[1] = out.s0123;",
+      ["test_each_layout_equals_opencv"], k="bt601"),
     # -- vector_add
     M("vector_add-tail", "the scalar tail skips the last element", *VECTOR_ADD_TAIL,
       ["test_vector_add_matches_numpy"]),

@@ -201,9 +201,10 @@ def test_wrong_out(device):
 @pytest.mark.parametrize("channels", [3, 4])
 @pytest.mark.parametrize("weights", ["bt601", "bt709"])
 def test_each_layout_equals_opencv(device, rng, monkeypatch, channels, weights):
-    """Both layouts of the uint8 kernel on every device: one 16-pixel block per work-item (the
-    GPU layout, run here with the device reporting itself a GPU) and pairs of blocks in 8-lane
-    vectors (CPU drivers). Shapes of this test only, with a tail of single pixels, so that the
+    """Every layout of the uint8 kernel on every device: one 16-pixel block per work-item (the
+    GPU layout, run here with the device reporting itself a GPU), and on CPU drivers blocks in
+    pairs in 8-lane vectors (AVX2) or in fours in 16-lane vectors (AVX-512), whatever the
+    device's own vectors. Shapes of this test only, with a tail of single pixels, so that the
     launch is planned here rather than taken from an earlier test."""
     from _reference import reporting
     from clkit.kernels import _grayscale
@@ -211,13 +212,15 @@ def test_each_layout_equals_opencv(device, rng, monkeypatch, channels, weights):
     original = _grayscale.program
 
     def program(name, options=(), **defines):
-        used.append(defines["PPW"])
+        used.append((defines["PPW"], defines["LANES"]))
         return original(name, options, **defines)
 
     monkeypatch.setattr(_grayscale, "program", program)
-    for kind, ppw, shape in (("gpu", 16, (19, 83 + channels)), ("cpu", 256, (23, 611 + channels))):
+    for kind, lanes, shape in (("gpu", 4, (19, 83 + channels)), ("cpu", 8, (23, 611 + channels)),
+                               ("cpu", 16, (21, 613 + channels))):
         image = random_rgb(rng, shape, channels, np.uint8)
         used.clear()
+        monkeypatch.setattr(_grayscale, "int_lanes", lambda device, lanes=lanes: lanes)
         with reporting(device, type=kind):
             check_uint8(ck.grayscale(image, weights=weights, device=device), image, weights)
-        assert used == [ppw], (kind, used)
+        assert used == [(16 if kind == "gpu" else 256, lanes)], (kind, used)
