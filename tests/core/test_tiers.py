@@ -322,6 +322,26 @@ def test_the_quick_tier_serves_until_the_build_here_has_launched(policy, monkeyp
     assert not _tiers.use_quick(prg, cpu, work=1.0)  # built and launched here
 
 
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_the_first_plan_queues_to_acc_and_on_cpus_the_generic_program(device, monkeypatch,
+                                                                       kind):
+    # to_acc everywhere (a GPU's first image of another dtype waited for it); the generic
+    # program on CPU drivers only (a GPU's first convolution builds it in the call)
+    from _reference import reporting
+    from clkit.kernels import _filter
+    queued = []
+    monkeypatch.setattr(_tiers, "prebuild", lambda program, dev, prime=None, first=False,
+                        after=None: queued.append(program.options) or True)
+    with reporting(device, type=kind):
+        _filter.prebuild_generic(device)
+    converts = [o for o in queued if "-DCONVERT=1" in o]
+    generic = [o for o in queued if "-DCONVERT=1" not in o]
+    if device.simulator:
+        assert queued == []
+    else:
+        assert len(converts) == 1 and len(generic) == (kind == "cpu"), queued
+
+
 def test_a_first_prebuild_goes_ahead_of_hot_variants(policy):
     gate = threading.Event()
     order = []
