@@ -160,10 +160,11 @@ AHEAD = textwrap.dedent("""
 
 def test_the_generic_convolution_is_built_ahead_on_cpu_drivers(device, tmp_path):
     """At the first library call on a CPU driver the optimised generic program (and to_acc) is
-    built in the background, so that the first blur runs it rather than the quick tier."""
+    built in the background, so that the first blur runs it rather than the quick tier; on a
+    GPU only to_acc, for the first image of another dtype."""
     stats = cold_process(AHEAD, device, tmp_path / "r.npy")
     # the generic program and its conversion of other dtypes
-    assert stats["ahead"] == (2 if device.type == "cpu" else 0) and stats["failed"] == 0, stats
+    assert stats["ahead"] == (2 if device.type == "cpu" else 1) and stats["failed"] == 0, stats
     assert stats["quick"] == 0 and stats["generic"] == 1, stats  # the optimised build ran
     image = np.random.default_rng(2).random((40, 70), dtype=np.float32)
     expected, scale = gaussian_reference(image, 1.5)
