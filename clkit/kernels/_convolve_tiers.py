@@ -151,18 +151,20 @@ class Generic:
     def prebuild(self, optimised, prime, after=None) -> bool:
         """Queue for the background builds what later calls will want; whether any was queued.
 
-        First to_acc, for images of other dtypes, so that the first such image does not wait
-        for a compiler (a fraction of the time of the other: 80 ms on an H200); then
-        ``optimised`` (the optimised generic program, which serves every variant; None for
-        none), primed by ``prime()``.  ``after`` as for :func:`clkit._tiers.prebuild`.
+        First ``optimised`` (the optimised generic program, which serves every variant; None
+        for none), primed by ``prime()``: a large call waits for it, and on PoCL each build
+        takes the helper about a second, so that built first it is ready a second sooner (the
+        quick tier holds a to_acc of its own meanwhile).  Then to_acc, for images
+        of other dtypes, so that the first such image does not wait for a compiler (a fraction
+        of the time of the other: 80 ms on an H200).  ``after`` as for
+        :func:`clkit._tiers.prebuild`.
         """
-        queued = _tiers.prebuild(self._convert, self.device, after=after, first=True,
-                                 prime=functools.partial(prime_convert, self.device, self.acc,
-                                                         self.options,
-                                                         **convert_defines(self.acc)))
-        if optimised is not None:
-            queued |= _tiers.prebuild(optimised, self.device, prime, first=True, after=after)
-        return queued
+        queued = optimised is not None and _tiers.prebuild(optimised, self.device, prime,
+                                                            first=True, after=after)
+        convert = functools.partial(prime_convert, self.device, self.acc, self.options,
+                                    **convert_defines(self.acc))
+        return _tiers.prebuild(self._convert, self.device, after=after, first=True,
+                               prime=convert) or queued
 
     def queue_builds(self, prime) -> _tiers.AfterLaunch | None:
         """Before a call's launch: :meth:`prebuild`, the optimised program being the one the

@@ -340,6 +340,7 @@ def test_the_first_plan_queues_to_acc_and_on_cpus_the_generic_program(device, mo
         assert queued == []
     else:
         assert len(converts) == 1 and len(generic) == (kind == "cpu"), queued
+        assert queued[-1] in converts  # after the generic program, which large calls wait for
 
 
 def test_a_first_prebuild_goes_ahead_of_hot_variants(policy):
