@@ -7,6 +7,7 @@ which the ICD loader happens to read its ``.icd`` files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -193,6 +194,29 @@ def check_process() -> None:
             "(multiprocessing.get_context('spawn').Pool(), or ProcessPoolExecutor("
             "mp_context=multiprocessing.get_context('spawn'))), use threads, or fork before "
             "the first clkit call")
+
+
+def one_launch_at_a_time(device) -> bool:
+    """Whether two launches of one kernel must not run at once on two queues of the driver.
+
+    PoCL 4 and 5 (5.0 seen to fail, 4.x not tried): their CPU driver keeps one table of the
+    loaded kernels for the whole process, which two launches of one kernel running at once
+    with grids of different sizes, on two queues (of one device or of two), can leave wrong;
+    PoCL then aborts the process (``pocl_release_dlhandle_cache: Assertion `found->ref_count
+    > 0' failed``).
+    """
+    if device.platform != "Portable Computing Language":
+        return False
+    version = re.search(r"PoCL (\d+)", device.cl_device.platform.version)
+    return version is not None and int(version.group(1)) in (4, 5)
+
+
+def turns(devices):
+    """A lock that work on these devices holds kernel by kernel where two of them need
+    :func:`one_launch_at_a_time`, else a context that holds nothing."""
+    if sum(one_launch_at_a_time(d) for d in devices) > 1:
+        return threading.Lock()
+    return contextlib.nullcontext()
 
 
 def all_devices() -> list[Device]:

@@ -14,15 +14,15 @@ caller is consuming, so memory stays bounded however long the batch is.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import queue as queue_module
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pyopencl.array as cl_array
 
-from ._devices import select, select_many
+from ._devices import one_launch_at_a_time, select, select_many, turns
 from ._errors import ArgumentTypeError, ClkitError
 from ._runtime import Runtime, runtime, using_queue
 
@@ -118,13 +118,14 @@ def _batch(function, source, args, kwargs, targets):
             lanes.put(lane)
             count += 1
     local = threading.local()
+    together = turns(targets)
 
     def claim():
         local.lane = lanes.get_nowait()
 
     def run(index, image):
         rt, q = local.lane
-        return _call(function, index, image, args, kwargs, rt, q)
+        return _call(function, index, image, args, kwargs, rt, q, together)
 
     window = collections.deque()
     failure = None
@@ -160,11 +161,11 @@ def _serial(function, source, args, kwargs, rts):
         yield _call(function, index, image, args, kwargs, rt, rt.own_queue)
 
 
-def _call(function, index, image, args, kwargs, rt: Runtime, q):
+def _call(function, index, image, args, kwargs, rt: Runtime, q, together=None):
     if isinstance(image, cl_array.Array):
         image.queue.finish()  # made on another queue: its data must be there before this lane reads
     try:
-        with using_queue(rt, q):
+        with together or contextlib.nullcontext(), using_queue(rt, q):
             result = function(image, *args, device=rt.device, **kwargs)
             q.finish()
     except Exception as exc:
@@ -186,24 +187,17 @@ def _at(exc: Exception, index: int) -> Exception:
 def _queues(rt: Runtime, n: int) -> list:
     """``n`` lane queues of a device, made once and kept (their ids identify the runtime).
 
-    On PoCL 4 and 5 the lanes take turns on one queue (5.0 seen to fail, 4.x not tried).  Its
-    CPU driver keeps one table of the loaded kernels for the whole process, which two launches
-    of one kernel running at once with grids of different sizes (on two queues) can leave
-    wrong: PoCL 5.0 then aborts the process (``pocl_release_dlhandle_cache: Assertion
-    `found->ref_count > 0' failed``; 7 runs in 53 of a batch cut into tiles of unequal rows,
-    none in 30 on one queue).  A lane there still overlaps its host work with the other lane's
-    kernels, but PoCL no longer runs two kernels at once: on PoCL 3.1, which has not failed
-    so, two queues took 107 against 144-182 ms for 24 convolutions of 1920x1080.
+    On PoCL 4 and 5 (:func:`~clkit._devices.one_launch_at_a_time`) the lanes take turns on one
+    queue: PoCL 5.0 aborted in 7 runs of 53 of a batch cut into tiles of unequal rows on two
+    queues, none in 30 on one.  A lane there still overlaps its host work with the other
+    lane's kernels, but PoCL no longer runs two kernels at once: on PoCL 3.1, which has not
+    failed so, two queues took 107 against 144-182 ms for 24 convolutions of 1920x1080.
+    Lanes on several such devices take turns image by image (``turns``).
     """
     with _lane_queues_lock:
         have = _lane_queues.setdefault(rt.device, [])
         while len(have) < n:
-            have.append(have[0] if have and _one_queue(rt.device) else rt.new_queue())
+            have.append(have[0] if have and one_launch_at_a_time(rt.device) else rt.new_queue())
         return have[:n]
 
 
-def _one_queue(device) -> bool:
-    if device.platform != "Portable Computing Language":
-        return False
-    version = re.search(r"PoCL (\d+)", device.cl_device.platform.version)
-    return version is not None and int(version.group(1)) in (4, 5)

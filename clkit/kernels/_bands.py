@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._devices import Device
+from .._devices import Device, turns
 from .._errors import OutOfDeviceMemoryError
 from .._runtime import Runtime, runtime
 
@@ -150,13 +150,16 @@ def run(plan: list[tuple[Device, int, int]], band, max_rows) -> None:
     for rt, queue, a, b in work:
         lanes.setdefault(id(queue), []).append((rt, queue, a, b))
     failed = threading.Event()
+    # PoCL 4 and 5 abort when one kernel runs on two of their devices at once with unequal bands
+    together = turns([device for device, _, _ in plan])
 
     def lane(items):
         for rt, queue, a, b in items:
             if failed.is_set():
                 return
             try:
-                band(rt, queue, a, b)
+                with together:
+                    band(rt, queue, a, b)
             except BaseException:
                 failed.set()
                 raise

@@ -217,7 +217,7 @@ def test_lanes_on_one_queue_give_the_same_results(device, rng, monkeypatch, one_
     take turns on one queue: images of several sizes, so that the grids differ."""
     if device.simulator:
         pytest.skip("the simulator runs a batch one image at a time")
-    monkeypatch.setattr(clkit._map, "_one_queue", lambda d: one_queue)
+    monkeypatch.setattr(clkit._map, "one_launch_at_a_time", lambda d: one_queue)
     monkeypatch.setattr(clkit._map, "_lane_queues", {})
     queues = set()
 

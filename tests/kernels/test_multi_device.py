@@ -6,6 +6,7 @@ Oclgrind simulator as a second implementation, on small inputs.
 ``test_two_pocl_devices`` reruns this module with two PoCL devices.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -139,6 +140,56 @@ def test_speeds_are_measured_once_per_kernel_and_device():
     again = _bands.speed(("test-kernel", 1), device, probe)
     assert first == again > 0
     assert len(calls) == 2  # one warm-up run and one timed run, then remembered
+
+
+def test_devices_of_pocl_4_and_5_take_turns():
+    from types import SimpleNamespace
+
+    from clkit._devices import one_launch_at_a_time, turns
+
+    def fake(platform, version):
+        return SimpleNamespace(platform=platform,
+                               cl_device=SimpleNamespace(platform=SimpleNamespace(version=version)))
+    pocl = "Portable Computing Language"
+    p5, p4 = fake(pocl, "OpenCL 3.0 PoCL 5.0+debian  Linux"), fake(pocl, "OpenCL 3.0 PoCL 4.0")
+    p3, p6 = fake(pocl, "OpenCL 3.0 PoCL 3.1+debian"), fake(pocl, "OpenCL 3.0 PoCL 6.0")
+    nvidia = fake("NVIDIA CUDA", "OpenCL 3.0 CUDA 13.0.88")
+    assert [one_launch_at_a_time(d) for d in (p5, p4, p3, p6, nvidia)] == [True, True, False,
+                                                                             False, False]
+    assert hasattr(turns([p5, p4]), "acquire")  # a lock
+    for alone in ([p5], [p5, nvidia], [p3, p3], [p6, p6]):
+        assert not hasattr(turns(alone), "acquire"), alone
+
+
+def test_bands_of_devices_that_take_turns_run_one_at_a_time(monkeypatch):
+    import threading
+    import time
+
+    from _reference import reporting
+    usable = [d for d in clkit.devices() if not d.simulator]
+    if not usable:
+        pytest.skip("needs a device that is not the simulator (its bands run in one thread)")
+    device = usable[0]
+    active, most = [0], [0]
+    lock = threading.Lock()
+
+    def band(rt, queue, r0, r1):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+
+    def run(together):
+        monkeypatch.setattr(_bands, "turns", lambda devices: together)
+        most[0] = 0
+        with reporting(device, unified_memory=False):  # two queues: two lanes
+            _bands.run([(device, 0, 40)], band, lambda dev: 5)
+        return most[0]
+
+    assert run(threading.Lock()) == 1
+    assert run(contextlib.nullcontext()) == 2  # the lanes overlap otherwise
 
 
 def pocl_pair_env():
