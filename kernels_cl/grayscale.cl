@@ -11,7 +11,7 @@
  *   LANES  uchar only: the lanes of the integer arithmetic, 4 (one block at a time, the
  *        default), 8 (blocks in pairs, gray_pair) or 16 (in fours, gray_quad); PPW a multiple of
  *        LANES / 4 blocks. A CPU's native int vector width: on PoCL with AVX-512 (16 lanes),
- *        fours took 0.70 ms for a 3840x2160 RGB image against 1.03 ms in pairs; pairs suit
+ *        fours took 0.80 ms for a 3840x2160 RGB image against 1.01 ms in pairs; pairs suit
  *        AVX2's 8.
  *
  * Launch (1-D)
@@ -43,8 +43,8 @@
  * the words with shifts and masks, and the 16 results are packed back with shifts, so there are
  * no byte shuffles (GPUs have no byte lanes either). Every vector literal joins exactly two
  * parts: Oclgrind 21.10's uninitialised-value check crashes on the partly undefined shuffles
- * that many-part literals compile to (a uchar16 byte-shuffle
- * version was only 5% faster on PoCL), and the shuffle2 builtin runs 25x slower on PoCL.
+ * that many-part literals compile to (a uchar16 byte-shuffle version was only 5% faster on
+ * PoCL), and the shuffle2 builtin runs 25x slower on PoCL.
  * clamp() takes vector bounds: Oclgrind 21.10 computes the vector-with-scalar integer overloads
  * of min, max and clamp wrongly for every lane but the first.
  */

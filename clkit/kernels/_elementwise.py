@@ -34,8 +34,9 @@ class _Add(Operation):
         # Each work-item adds one 16-byte vector: a GPU thread's widest load; on PoCL as fast
         # as 64 bytes, and numpy's own 16-byte alignment lets a CPU driver use numpy memory in
         # place.
+        vw = 16 // dtype.itemsize
         add = Prepared(program("vector_add"), "vector_add_" + CL_TYPES[dtype], rt,
-                       (None, None, None, n), round_up(-(-n // (16 // dtype.itemsize)), GROUP), GROUP)
+                       (None, None, None, n), round_up(-(-n // vw), GROUP), GROUP)
 
         def launch(queue, srcs, dst):
             add(queue, srcs[0], srcs[1], dst)
