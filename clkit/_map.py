@@ -161,11 +161,12 @@ def _serial(function, source, args, kwargs, rts):
         yield _call(function, index, image, args, kwargs, rt, rt.own_queue)
 
 
-def _call(function, index, image, args, kwargs, rt: Runtime, q, together=None):
+def _call(function, index, image, args, kwargs, rt: Runtime, q,
+          together=contextlib.nullcontext()):
     if isinstance(image, cl_array.Array):
         image.queue.finish()  # made on another queue: its data must be there before this lane reads
     try:
-        with together or contextlib.nullcontext(), using_queue(rt, q):
+        with together, using_queue(rt, q):
             result = function(image, *args, device=rt.device, **kwargs)
             q.finish()
     except Exception as exc:
