@@ -29,7 +29,8 @@ from clkit._launch import recording
 from clkit.kernels import _conv_geometry as geo
 from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
 
-TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4)]
+TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4), (32, 8, 2, 4),
+         (32, 4, 2, 8), (32, 4, 4, 8), (32, 2, 4, 8), (32, 8, 2, 2)]
 #: (LX, LY, PY) of the one-kernel separable filter
 FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (32, 4, 16)]
 #: the same with four row elements per work-item (float32 images)

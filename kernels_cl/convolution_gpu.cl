@@ -41,9 +41,16 @@
 #define OUT_W (LX * PX)
 #define OUT_H (LY * PY)
 
-/* Full unrolling keeps the accumulators in registers and turns tile offsets into immediates;
- * very large masks stay rolled to bound code size. */
-#if (PY + KH_CHUNK) * KW * PX <= 1024
+/* Full unrolling keeps the accumulators in registers and turns tile offsets and taps into
+ * immediates; very large masks stay rolled to bound code size. A separable mask's passes each
+ * unroll one of its two lists of taps: PY * PX * KW sums in the row pass, PY * PX * KH_CHUNK
+ * in the column pass. */
+#if PASSES == 2
+#define GPU_UNROLLED (PY * PX * (KW > KH_CHUNK ? KW : KH_CHUNK) <= 2048)
+#else
+#define GPU_UNROLLED ((PY + KH_CHUNK) * KW * PX <= 1024)
+#endif
+#if GPU_UNROLLED
 #define GPU_UNROLL _Pragma("unroll")
 #else
 #define GPU_UNROLL

@@ -51,14 +51,16 @@ CPU_LX = 4  # work-items along a row in a work-group of the CPU variant
 def gpu_tile(kh, kw, separable) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
 
-    Chosen per mask from the tile sweep of ``benchmarks/gpu_probe.py`` on the H200
-    (docs/benchmarks.md, "The convolution tile"): wider rows of outputs up to 5x5,
-    six rows per work-item up to 9x9, taller work-groups for the two passes of a
-    separable mask; larger 2-D masks keep GPU_TILE (at 15x15 every tile swept
-    took 1.50-1.56 ms).
+    Chosen per mask from the tile sweeps of ``benchmarks/gpu_probe.py`` and
+    ``benchmarks/gpu_conv_sweep.py`` on the H200 (docs/benchmarks.md, "The convolution
+    tile"): wider rows of outputs up to 5x5, six rows per work-item up to 9x9; larger 2-D
+    masks keep GPU_TILE (at 15x15 every tile swept took 1.50-1.56 ms).  The two passes of a
+    separable mask take four outputs per work-item, whose unrolled taps then fit the
+    registers (a Gaussian of sigma 10, 81 taps each way: 1.02 ms, against 2.4-7.1 ms with
+    eight or more outputs per work-item).
     """
     if separable:
-        return 32, 8, 4, 4
+        return 32, 8, 2, 2
     if max(kh, kw) <= 5:
         return 32, 4, 8, 4
     if max(kh, kw) <= 9:
@@ -92,7 +94,9 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
     tiles = dict.fromkeys([gpu_tile(kh, kw, separable), GPU_TILE]) if device.type == "gpu" else {}
     for lx, ly, px, py in tiles:
         tile_w = lx * px + (kw - 1) * channels
-        chunk = min(kh, budget // (itemsize * tile_w) - ly * py + 1)
+        # a separable mask's rows run over the column pass's tile, which has no halo along x
+        chunk_w = lx * px if separable else tile_w
+        chunk = min(kh, budget // (itemsize * chunk_w) - ly * py + 1)
         if chunk >= 1 and ly * py * tile_w * itemsize <= budget:
             return Geometry("gpu", dict(LX=lx, LY=ly, PX=px, PY=py, KH_CHUNK=chunk),
                             channels=channels, lx=lx, ly=ly, px=px, py=py)
@@ -124,8 +128,8 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     (128 rows), fewer where the local memory is short (on an H200, a 17-row Gaussian
     (sigma 2) of a 7680x4320 float32 image took 0.256 ms, against 0.27-0.33 ms for the
     other shapes of ``benchmarks/gpu_conv_sweep.py``).  Taller masks keep the two passes: there the one
-    kernel took 2.72 ms against 1.99 for 81 rows (sigma 10), where its row pass
-    recomputes too many rows per tile.
+    kernel took 2.72 ms against 1.99 for 81 rows (sigma 10; 1.02 ms since), where its row
+    pass recomputes too many rows per tile.
     """
     if device.type != "gpu" or kh > FUSED_MAX_ROWS:
         return None
