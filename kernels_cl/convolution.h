@@ -130,6 +130,34 @@ __constant uchar taps_used_col[KH] = {COL_TAPS_USED};
 #endif
 
 
+/*
+ * Weights built into the program (the GPU kernels). WEIGHTS_2D (KH * KW, row by row),
+ * ROW_WEIGHTS (KW) and COL_WEIGHTS (KH) list a mask argument's weights as exact hexadecimal
+ * literals, in a program-scope __constant table that the kernels read in place of the
+ * argument. In unrolled tap loops every index is a constant, so the compiler knows each
+ * weight and puts it into its multiply-add as an operand: no load of the weight, and no
+ * register holding it. MASK_2D_OF(mask), MASK_ROW_OF(mask) and MASK_COL_OF(mask) give the
+ * table where there is one, else the argument.
+ */
+#ifdef WEIGHTS_2D
+__constant ACC_T weights_2d[KH * KW] = {WEIGHTS_2D};
+#define MASK_2D_OF(mask) weights_2d
+#else
+#define MASK_2D_OF(mask) (mask)
+#endif
+#ifdef ROW_WEIGHTS
+__constant ACC_T weights_row[KW] = {ROW_WEIGHTS};
+#define MASK_ROW_OF(mask) weights_row
+#else
+#define MASK_ROW_OF(mask) (mask)
+#endif
+#ifdef COL_WEIGHTS
+__constant ACC_T weights_col[KH] = {COL_WEIGHTS};
+#define MASK_COL_OF(mask) weights_col
+#else
+#define MASK_COL_OF(mask) (mask)
+#endif
+
 /* halo of a run of outputs, in row elements */
 #define HALO_L (ANCHOR_X * CHANNELS)
 #define HALO_R ((KW - 1 - ANCHOR_X) * CHANNELS)

@@ -13,9 +13,10 @@
  * computes what convolve_rows followed by convolve_cols compute (see convolution.h): rows
  * through rowmap (a row of -1 is a row of cval, whose row pass is cval_rows, the row mask's
  * taps summed times cval), columns folded with the build's BORDER, zero taps left out as
- * there. A work-group of LX x LY work-items computes LX row elements of LY * PY output rows
- * (PY consecutive ones per work-item); its local memory holds the row pass of LY * PY + KH - 1
- * padded rows.
+ * there; the weights are the build's ROW_WEIGHTS and COL_WEIGHTS where it has them (see
+ * convolution.h). A work-group of LX x LY work-items computes LX row elements of LY * PY
+ * output rows (PY consecutive ones per work-item); its local memory holds the row pass of
+ * LY * PY + KH - 1 padded rows.
  *
  * With VEC4 (float images summed in float), each work-item computes 4 adjacent row elements:
  * in rows of a multiple of 4 elements, away from the row's ends, its row pass reads the span
@@ -75,13 +76,15 @@ CLK_INLINE ACC_T row_element(__global const SRC_T* src, MASK_SPACE const ACC_T* 
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_fused(__global const SRC_T* restrict src,
                     __global const int* restrict rowmap,
-                    MASK_SPACE const ACC_T* restrict row,
-                    MASK_SPACE const ACC_T* restrict col,
+                    MASK_SPACE const ACC_T* restrict row_arg,
+                    MASK_SPACE const ACC_T* restrict col_arg,
                     __global ACC_T* restrict dst,
                     const int width, const int out_rows, const ACC_T cval,
                     const ACC_T cval_rows)
 {
     __local ACC_T tmp[TMP_H * EW] __attribute__((aligned(16)));
+    MASK_SPACE const ACC_T* const row = MASK_ROW_OF(row_arg);
+    MASK_SPACE const ACC_T* const col = MASK_COL_OF(col_arg);
     const int rowlen = width * CHANNELS;
     const int lx = (int)get_local_id(0);
     const int ly = (int)get_local_id(1);

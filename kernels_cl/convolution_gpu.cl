@@ -10,8 +10,10 @@
  * (coalesced), folding x and reading rows through rowmap on the way; after one barrier all taps
  * read local memory. Work-item (lx, ly) computes PX elements LX apart (consecutive lanes touch
  * consecutive banks: no bank conflicts, coalesced stores) for PY consecutive rows (each local
- * value it reads feeds up to PY outputs held in registers). The mask sits in __constant memory:
- * all lanes read the same tap, which the constant cache broadcasts.
+ * value it reads feeds up to PY outputs held in registers). The host builds the mask's weights
+ * into the program where it can (WEIGHTS_2D, ROW_WEIGHTS, COL_WEIGHTS: see convolution.h), so
+ * that each tap is one multiply-add with the weight as an operand; a mask argument sits in
+ * __constant memory, where all lanes read the same tap, which the constant cache broadcasts.
  *
  * A mask taller than KH_CHUNK rows is applied KH_CHUNK rows at a time, reloading the tile for
  * each chunk, so that any mask fits the local memory the host budgets:
@@ -182,7 +184,8 @@ void convolve_2d(__global const SRC_T* restrict src,
                  const int width, const int out_rows, const ACC_T cval)
 {
     __local ACC_T tile[(OUT_H + KH_CHUNK - 1) * (OUT_W + HALO_L + HALO_R)];
-    gpu_correlate(tile, src, rowmap, mask, 0, dst, width, out_rows, cval, KH, KH_CHUNK, 1);
+    gpu_correlate(tile, src, rowmap, MASK_2D_OF(mask), 0, dst, width, out_rows, cval, KH,
+                  KH_CHUNK, 1);
 }
 #endif
 
@@ -194,7 +197,7 @@ void convolve_rows(__global const SRC_T* restrict src,
                    const int width, const int n_rows, const ACC_T cval)
 {
     __local ACC_T tile[OUT_H * (OUT_W + HALO_L + HALO_R)];
-    gpu_correlate(tile, src, 0, mask, tmp, 0, width, n_rows, cval, 1, 1, 0);
+    gpu_correlate(tile, src, 0, MASK_ROW_OF(mask), tmp, 0, width, n_rows, cval, 1, 1, 0);
 }
 
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
@@ -231,7 +234,7 @@ void convolve_cols(__global const ACC_T* restrict tmp,
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        tile_taps(tile, OUT_W, mask, KH, 1, c0, KH_CHUNK, acc, MASK_COL);
+        tile_taps(tile, OUT_W, MASK_COL_OF(mask), KH, 1, c0, KH_CHUNK, acc, MASK_COL);
     }
     store_block(0, dst, acc, rowlen, out_rows, 0);
 }

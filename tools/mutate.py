@@ -125,6 +125,10 @@ MUTANTS = [
       "(float4)(v[a], v[a + 1], v[a + 2], v[a + 3])",
       "(float4)(v[a + 1], v[a + 1], v[a + 2], v[a + 3])", ["test_gpu_fused_gaussian"],
       k="520 and reflect"),
+    M("gaussian-baked-axes", "the GPU kernels' built-in row and column weights swapped",
+      "clkit/**/*.py", '{"ROW_WEIGHTS": self.factors[1], "COL_WEIGHTS": self.factors[0]}',
+      '{"ROW_WEIGHTS": self.factors[0], "COL_WEIGHTS": self.factors[1]}',
+      ["test_gpu_gaussian_weights_built_into_the_program"], k="sigma_yx"),
     # -- mandelbrot
     M("mandelbrot-last-column", "the last column copied from its neighbour when width > 100",
       "clkit/**/*.py",

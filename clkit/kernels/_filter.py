@@ -34,6 +34,8 @@ from ._taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
 #: 64 KiB of constant memory that every device has, so a list never goes with a mask that
 #: MASK_SPACE puts in __global.
 MAX_TAP_TABLE = 1024
+#: The most weights of a mask that the GPU kernels take built into the program.
+MAX_BAKED_TAPS = 256
 IMAGE_DTYPES = (np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64,
                 np.int64, np.float32, np.float64)
 #: Integer images whose values float32 may not hold exactly (beyond 2**24): summed in double
@@ -91,13 +93,16 @@ class Filter(Operation):
     the sums, as ``scipy.ndimage.convolve`` does (a NaN or an infinity under
     one does not reach the result); ``gaussian_filter``'s 1-D passes multiply
     every tap.  ``mask_key`` is what the mask was made from (its bytes, or
-    the Gaussian's parameters).
+    the Gaussian's parameters).  ``bake_weights``: the GPU kernels take the
+    weights built into their program (one build per weight set: for the
+    Gaussians, whose weights their parameters fix, not for every mask a
+    caller passes).
     """
 
     what = "image"
 
     def __init__(self, name, shape, dtype, corr, anchor, factors, mode, cval, mask_key,
-                 skip_zero_taps=False):
+                 skip_zero_taps=False, bake_weights=False):
         self.name = name
         self.shape = tuple(shape)
         self.image_dtype = np.dtype(dtype)
@@ -109,6 +114,7 @@ class Filter(Operation):
         self.cval = cval
         self.channels = shape[2] if len(shape) == 3 else 1
         self.skip_zero_taps = skip_zero_taps
+        self.bake_weights = bake_weights
         self.key = (name, self.shape, self.image_dtype, mask_key, mode, cval)
         self.halo = corr.shape[0] - 1
         # the two-pass temporary, per source row, in the widest type the sums may take
@@ -180,7 +186,7 @@ class Filter(Operation):
         make = _gaussian_mask if taps[0] * taps[1] <= 1 << 16 else _gaussian_mask.__wrapped__
         corr, anchor, factors = make(sy, sx, truncate)
         return cls(name, image.shape, image.dtype, corr, anchor, factors, mode, cval,
-                   ("gaussian", sy, sx, truncate))
+                   ("gaussian", sy, sx, truncate), bake_weights=True)
 
     # -- bands -------------------------------------------------------------------------------
 
@@ -228,6 +234,8 @@ class Filter(Operation):
             geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
+        if self.bake_weights and shape.variant != "cpu":
+            defines.update(self._weight_defines(acc, two_pass))
         if device.simulator:
             # Oclgrind 21.10: its uninitialised-value check misreads register permutes, and
             # its interpreter stops at instructions (freeze) that LLVM's optimiser emits.
@@ -258,6 +266,15 @@ class Filter(Operation):
             if m.size <= MAX_TAP_TABLE:
                 defines[name] = ",".join(np.where(m.ravel() != 0, "1", "0"))
         return defines
+
+    def _weight_defines(self, acc, two_pass) -> dict:
+        """The weights the GPU kernels take built into their program (see convolution.h): each
+        mask of up to MAX_BAKED_TAPS taps, as exact hexadecimal literals."""
+        masks = {"ROW_WEIGHTS": self.factors[1], "COL_WEIGHTS": self.factors[0]} if two_pass \
+            else {"WEIGHTS_2D": self.corr}
+        suffix = "f" if acc == np.float32 else ""
+        return {name: ",".join(float(v).hex() + suffix for v in m.astype(acc).ravel())
+                for name, m in masks.items() if m.size <= MAX_BAKED_TAPS}
 
     def taps(self, device) -> int:
         """Multiply-adds per output element."""
@@ -367,7 +384,7 @@ class Filter(Operation):
         width = max(1, 4 * 64 // self.channels)  # wide enough for the launch's usual local size
         small = Filter(self.name, (4, width) + self.shape[2:], self.image_dtype, self.corr,
                        self.anchor, self.factors, self.mode, self.cval, self.key[3],
-                       self.skip_zero_taps)
+                       self.skip_zero_taps, self.bake_weights)
         queue = rt.new_queue()
         prg, shape = self._program(rt.device)
         if generic:

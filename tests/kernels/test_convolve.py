@@ -6,6 +6,8 @@ window, which catches any wrong border, flip, offset or channel mix-up while
 allowing any summation order.
 """
 
+import functools
+
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
@@ -640,6 +642,52 @@ def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
     got = ck.gaussian_blur(image, 2.0, mode="mirror", device=[as_gpu, as_gpu])
     expected, scale = gaussian_reference(image, 2.0, "mirror")
     assert_close_scaled(got, expected, scale, ulps=filter_ulps(34), what="gaussian_blur")
+
+
+BAKED = {"WEIGHTS_2D", "ROW_WEIGHTS", "COL_WEIGHTS"}
+BAKED_CASES = {  # sigma (y, x): the defines that carry the weights
+    "one kernel": ((2.0, 2.0), {"ROW_WEIGHTS", "COL_WEIGHTS"}),
+    "sigma_yx (1, 3)": ((1.0, 3.0), {"ROW_WEIGHTS", "COL_WEIGHTS"}),
+    "two passes": ((10.0, 10.0), {"ROW_WEIGHTS", "COL_WEIGHTS"}),
+    "2-D kernel": ((2.0, 0.0), {"WEIGHTS_2D"}),
+}
+
+
+def build_defines(filt, device) -> dict:
+    """The defines of the filter's specialised build on ``device``."""
+    options = filt._program(device)[0].options
+    return dict(o[2:].split("=", 1) for o in options if o.startswith("-D") and "=" in o)
+
+
+@pytest.mark.parametrize("case", list(BAKED_CASES))
+def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, case):
+    from clkit import _tiers
+    from clkit.kernels import _dispatch, _filter
+    sigma, baked = BAKED_CASES[case]
+    if max(sigma) > 5:
+        skip_on_simulator(as_gpu, "a blur of sigma 10")
+    image = rng.random((sized(as_gpu, 24, 150), 70), dtype=np.float32)
+    filt = _filter.Filter.for_gaussian("gaussian_blur", image, sigma, "reflect", 0.0, 4.0)
+    defines = build_defines(filt, as_gpu)
+    assert BAKED & set(defines) == baked
+    if "WEIGHTS_2D" in baked:  # exact: the mask's float32 weights, row by row
+        np.testing.assert_array_equal(
+            [float.fromhex(v.rstrip("f")) for v in defines["WEIGHTS_2D"].split(",")],
+            filt.corr.astype(np.float32).ravel())
+    # a mask a caller passes stays an argument: a build per mask size, not per mask
+    assert not BAKED & set(build_defines(
+        _filter.Filter.for_mask("convolve", image, filt.corr, "reflect", 0.0), as_gpu))
+    expected, scale = gaussian_reference(image, sigma)
+    with _tiers.tier("specialised"):
+        got = ck.gaussian_blur(image, sigma, device=as_gpu)
+        assert_close_scaled(got, expected, scale, ulps=filter_ulps(sum(filt.corr.shape)),
+                            what=f"gaussian_blur sigma {sigma}")
+        # the same sums in the same order as the kernels that read the weights from arguments
+        monkeypatch.setattr(_filter, "MAX_BAKED_TAPS", 0)
+        _dispatch.forget()
+        assert not BAKED & set(build_defines(filt, as_gpu))
+        np.testing.assert_array_equal(ck.gaussian_blur(image, sigma, device=as_gpu), got)
+    _dispatch.forget()
 
 
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
