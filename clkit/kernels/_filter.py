@@ -234,7 +234,7 @@ class Filter(Operation):
             geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
-        if self.bake_weights and shape.variant != "cpu":
+        if self.bake_weights and shape.variant != "cpu" and "MASK_SPACE" not in defines:
             defines.update(self._weight_defines(acc, two_pass))
         if device.simulator:
             # Oclgrind 21.10: its uninitialised-value check misreads register permutes, and
@@ -269,7 +269,8 @@ class Filter(Operation):
 
     def _weight_defines(self, acc, two_pass) -> dict:
         """The weights the GPU kernels take built into their program (see convolution.h): each
-        mask of up to MAX_BAKED_TAPS taps, as exact hexadecimal literals."""
+        mask of up to MAX_BAKED_TAPS taps, as exact hexadecimal literals.  Not with MASK_SPACE
+        __global: the tables are __constant."""
         masks = {"ROW_WEIGHTS": self.factors[1], "COL_WEIGHTS": self.factors[0]} if two_pass \
             else {"WEIGHTS_2D": self.corr}
         suffix = "f" if acc == np.float32 else ""
