@@ -6,8 +6,6 @@ window, which catches any wrong border, flip, offset or channel mix-up while
 allowing any summation order.
 """
 
-import functools
-
 import numpy as np
 import pyopencl.array as cl_array
 import pytest
