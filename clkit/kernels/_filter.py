@@ -43,6 +43,11 @@ IMAGE_DTYPES = (np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.
 WIDE_INTEGERS = (np.uint32, np.int32, np.uint64, np.int64)
 
 
+def constant_bytes(device) -> int:
+    """The most bytes of masks a kernel takes in ``__constant`` memory on ``device``."""
+    return device.cl_device.max_constant_buffer_size
+
+
 _made: dict = {}
 _made_lock = threading.Lock()
 MAX_FILTERS = 256
@@ -226,9 +231,11 @@ class Filter(Operation):
         if acc != self.dtype:
             defines["OUT_T"] = CL_TYPES[self.dtype]
         options = ()
-        if self.corr.size * acc.itemsize > device.cl_device.max_constant_buffer_size:
-            defines["MASK_SPACE"] = "__global"
         two_pass = self.two_pass(device)
+        # the masks the launched kernels take: the two factors, or the 2-D mask
+        taps = sum(f.size for f in self.factors) if two_pass else self.corr.size
+        if taps * acc.itemsize > constant_bytes(device):
+            defines["MASK_SPACE"] = "__global"
         vec4 = self.image_dtype == np.float32 and acc == np.float32
         shape = (fused(device, kh, self.channels, acc.itemsize, vec4) if two_pass else None) or \
             geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)

@@ -688,6 +688,47 @@ def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, c
     _dispatch.forget()
 
 
+@pytest.mark.parametrize("case", list(BAKED_CASES))
+def test_gpu_masks_past_the_constant_buffer_go_to_global_memory(as_gpu, rng, monkeypatch, case):
+    """Masks over the device's constant buffer are read from __global memory, with the same
+    sums, and then no weights are built in: the program's tables are __constant."""
+    from clkit import _tiers
+    from clkit.kernels import _dispatch, _filter
+    sigma, _ = BAKED_CASES[case]
+    if max(sigma) > 5:
+        skip_on_simulator(as_gpu, "a blur of sigma 10")
+    image = rng.random((sized(as_gpu, 24, 150), 70), dtype=np.float32)
+    filt = _filter.Filter.for_gaussian("gaussian_blur", image, sigma, "reflect", 0.0, 4.0)
+    assert "MASK_SPACE" not in build_defines(filt, as_gpu)
+    with _tiers.tier("specialised"):
+        in_constant = ck.gaussian_blur(image, sigma, device=as_gpu)
+        monkeypatch.setattr(_filter, "constant_bytes", lambda device: 64)  # 16 floats
+        _dispatch.forget()
+        defines = build_defines(filt, as_gpu)
+        assert defines["MASK_SPACE"] == "__global"
+        assert not BAKED & set(defines)
+        np.testing.assert_array_equal(ck.gaussian_blur(image, sigma, device=as_gpu), in_constant)
+    _dispatch.forget()
+    expected, scale = gaussian_reference(image, sigma)
+    assert_close_scaled(in_constant, expected, scale, ulps=filter_ulps(sum(filt.corr.shape)),
+                        what=f"gaussian_blur sigma {sigma}")
+
+
+def test_gpu_two_passes_keep_their_factors_in_constant_memory(as_gpu, monkeypatch):
+    """The two passes take the mask's factors: a sigma-25 blur (201x201 taps, 158 KiB as one
+    mask) keeps its 2 x 201 weights in the 64 KiB of constant memory of an NVIDIA GPU."""
+    from clkit.kernels import _filter
+    monkeypatch.setattr(_filter, "constant_bytes", lambda device: 64 * 1024)
+    image = np.zeros((300, 300), np.float32)
+    filt = _filter.Filter.for_gaussian("gaussian_blur", image, 25.0, "reflect", 0.0, 4.0)
+    assert filt.corr.nbytes > 64 * 1024 and filt.two_pass(as_gpu)
+    defines = build_defines(filt, as_gpu)
+    assert "MASK_SPACE" not in defines
+    assert {"ROW_WEIGHTS", "COL_WEIGHTS"} <= set(defines)
+    monkeypatch.setattr(_filter, "constant_bytes", lambda device: 2 * 201 * 4 - 1)
+    assert build_defines(filt, as_gpu)["MASK_SPACE"] == "__global"
+
+
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
     from clkit.kernels import _conv_geometry
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
