@@ -107,7 +107,14 @@ class Timing:
 
 
 def measure(variant: Variant, repeat: int, budget_s: float = BUDGET_S) -> Timing:
-    """Warm up once, then time ``repeat`` calls (fewer when they would exceed the budget)."""
+    """Warm up once, then time ``repeat`` calls (fewer when they would exceed the budget).
+
+    The calls of one variant run back to back, as in a user's loop.  Taking turns with the
+    other variants would spread a changing load over all of them, but on a CPU it times
+    something else: each library then starts with cold caches and its thread pool asleep or
+    still spinning from the other's call (2 cores, PoCL: cv2.cvtColor of 3840x2160 took 3.4-3.7
+    ms taking turns with clkit's grayscale, 3.0 ms back to back; clkit 3.8-6.0 against 2.8).
+    """
     warm, result, _ = variant.warm_up()
     estimate = warm
     if warm * repeat > budget_s * 1e3:
