@@ -32,7 +32,7 @@ from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
 TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4), (32, 8, 2, 4),
          (32, 4, 2, 8), (32, 4, 4, 8), (32, 2, 4, 8), (32, 8, 2, 2)]
 #: (LX, LY, PY) of the one-kernel separable filter
-FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (32, 4, 16)]
+FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (32, 4, 16), (32, 8, 8), (16, 16, 8), (16, 16, 16), (32, 4, 8)]
 #: the same with four row elements per work-item (float32 images)
 FUSED_SHAPES4 = [(32, 8, 8), (32, 8, 4), (32, 8, 16), (16, 16, 8), (32, 4, 8), (64, 4, 4),
                  (16, 8, 16), (32, 4, 16), (16, 16, 4), (16, 16, 16), (16, 32, 4), (8, 32, 8)]

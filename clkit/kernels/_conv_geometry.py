@@ -111,7 +111,7 @@ FUSED_MAX_ROWS = 33
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
 #: with one row element per work-item, and with four (float32 images).
 FUSED_SHAPE = (32, 8, 16)
-FUSED_SHAPE4 = (16, 8, 16)
+FUSED_SHAPE4 = (8, 32, 8)
 #: Whether float32 images take the four-element form (convolution_fused.cl's VEC4).
 FUSED_VEC4 = True
 
@@ -119,17 +119,17 @@ FUSED_VEC4 = True
 def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     """The one-kernel separable filter's work-groups on a GPU, or None where it does not fit.
 
-    ``vec4``: a float32 image summed in float, whose work-items take four row elements each
-    (FUSED_SHAPE4; on the H200 0.220 ms against 0.261 for one element each, the best of
-    eight shapes swept).
-
-    A work-group of 32 x 8 work-items computes 32 row elements of 8 * PY output rows
-    from the row pass of 8 * PY + kh - 1 rows, which it keeps in local memory: PY = 16
-    (128 rows), fewer where the local memory is short (on an H200, a 17-row Gaussian
-    (sigma 2) of a 7680x4320 float32 image took 0.256 ms, against 0.27-0.33 ms for the
-    other shapes of ``benchmarks/gpu_conv_sweep.py``).  Taller masks keep the two passes: there the one
-    kernel took 2.72 ms against 1.99 for 81 rows (sigma 10; 1.02 ms since), where its row
-    pass recomputes too many rows per tile.
+    A work-group of LX x LY work-items computes LX * EPI row elements (EPI = 4 with ``vec4``,
+    a float32 image summed in float, else 1) of LY * PY output rows from the row pass of
+    LY * PY + kh - 1 rows, which it keeps in local memory; PY is halved where the local
+    memory is short.  On an H200 (``benchmarks/gpu_conv_sweep.py``, a 17-row Gaussian (sigma
+    2) of a 7680x4320 float32 image): four elements in 8 x 32 work-items of 8 rows took
+    0.183 ms, against 0.188-0.190 for 16 x 16 of 8 or 16 rows, 0.208 for 16 x 8 of 16 and
+    0.21-0.32 for the other ten shapes; one element in 32 x 8 work-items of 16 rows 0.214 ms.
+    Streaming each work-item's own rows through registers, with no local memory, took
+    0.40 ms.  Taller masks keep the two passes: there the one kernel took 2.72 ms against
+    1.99 for 81 rows (sigma 10; 0.72 ms since), where its row pass recomputes too many rows
+    per tile.
     """
     if device.type != "gpu" or kh > FUSED_MAX_ROWS:
         return None
