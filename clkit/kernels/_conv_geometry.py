@@ -110,7 +110,7 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
 FUSED_MAX_ROWS = 33
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
 #: with one row element per work-item, and with four (float32 images).
-FUSED_SHAPE = (32, 8, 16)
+FUSED_SHAPE = (32, 8, 8)
 FUSED_SHAPE4 = (8, 32, 8)
 #: Whether float32 images take the four-element form (convolution_fused.cl's VEC4).
 FUSED_VEC4 = True
@@ -125,7 +125,8 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     memory is short.  On an H200 (``benchmarks/gpu_conv_sweep.py``, a 17-row Gaussian (sigma
     2) of a 7680x4320 float32 image): four elements in 8 x 32 work-items of 8 rows took
     0.183 ms, against 0.188-0.190 for 16 x 16 of 8 or 16 rows, 0.208 for 16 x 8 of 16 and
-    0.21-0.32 for the other ten shapes; one element in 32 x 8 work-items of 16 rows 0.214 ms.
+    0.21-0.32 for the other ten shapes; one element each in 32 x 8 work-items of 8 rows
+    0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).
     Streaming each work-item's own rows through registers, with no local memory, took
     0.40 ms.  Taller masks keep the two passes: there the one kernel took 2.72 ms against
     1.99 for 81 rows (sigma 10; 0.72 ms since), where its row pass recomputes too many rows

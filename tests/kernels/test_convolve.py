@@ -729,15 +729,16 @@ def test_gpu_two_passes_keep_their_factors_in_constant_memory(as_gpu, monkeypatc
     assert build_defines(filt, as_gpu)["MASK_SPACE"] == "__global"
 
 
-def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng):
+def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
     from clkit.kernels import _conv_geometry
+    monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 144 rows of 32 floats
         assert _conv_geometry.fused(as_gpu, 33, 1, 4).py == 16  # the tallest it takes
         assert _conv_geometry.fused(as_gpu, 35, 1, 4) is None  # two passes are faster there
     with reporting(as_gpu, local_mem=12 * 1024):
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
-        assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # 81 rows do not fit
+        assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # two passes, as above
         image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
         mask = np.outer(rng.standard_normal(81), rng.standard_normal(3))
         from clkit.kernels._filter import Filter
