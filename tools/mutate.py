@@ -129,6 +129,10 @@ MUTANTS = [
       "clkit/**/*.py", '{"ROW_WEIGHTS": self.factors[1], "COL_WEIGHTS": self.factors[0]}',
       '{"ROW_WEIGHTS": self.factors[0], "COL_WEIGHTS": self.factors[1]}',
       ["test_gpu_gaussian_weights_built_into_the_program"], k="sigma_yx"),
+    M("mask-space-whole-mask", "two passes' factors put in __global by the size of the 2-D mask",
+      "clkit/**/*.py",
+      "taps = sum(f.size for f in self.factors) if two_pass else self.corr.size",
+      "taps = self.corr.size", ["test_gpu_two_passes_keep_their_factors_in_constant_memory"]),
     # -- mandelbrot
     M("mandelbrot-last-column", "the last column copied from its neighbour when width > 100",
       "clkit/**/*.py",
