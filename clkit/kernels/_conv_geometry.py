@@ -107,7 +107,7 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
 
 
 #: The tallest separable mask the one-kernel filter takes (see :func:`fused`).
-FUSED_MAX_ROWS = 33
+FUSED_MAX_ROWS = 41
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
 #: with one row element per work-item, and with four (float32 images).
 FUSED_SHAPE = (32, 8, 8)
@@ -128,9 +128,10 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     0.21-0.32 for the other ten shapes; one element each in 32 x 8 work-items of 8 rows
     0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).
     Streaming each work-item's own rows through registers, with no local memory, took
-    0.40 ms.  Taller masks keep the two passes: there the one kernel took 2.72 ms against
-    1.99 for 81 rows (sigma 10; 0.72 ms since), where its row pass recomputes too many rows
-    per tile.
+    0.40 ms.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the two passes
+    (sigma 3, 25 rows: 0.288 against 0.354 ms; sigma 5, 41 rows: 0.436 against 0.472);
+    beyond it they are even (49 rows: 0.506 against 0.517, 57 rows: 0.583 against 0.578),
+    as its row pass recomputes more rows per tile.
     """
     if device.type != "gpu" or kh > FUSED_MAX_ROWS:
         return None
