@@ -1,0 +1,71 @@
+"""How tall a separable mask the GPU's one-kernel filter should take: it against the two passes.
+
+    python benchmarks/fused_rows.py [--device gpu] [--size 7680x4320] [--rounds 20]
+
+For Gaussians of sigma 3 to 7 (25 to 57 rows) on a float32 device image, the
+kernels' event time (median of ROUNDS calls, the specialised builds) with
+FUSED_MAX_ROWS set to 0 (the two passes) and then past every mask (the one
+kernel), and the largest difference between the two results (the same sums:
+0).  Prints a line per sigma.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+import clkit
+from clkit import _tiers
+from clkit._launch import recording
+from clkit.kernels import _conv_geometry as geo
+from clkit.kernels import _dispatch, _filter, gaussian_blur, gaussian_taps
+
+SIGMAS = (3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0)
+
+
+def median_ms(call, rounds):
+    call()
+    times = []
+    for _ in range(rounds):
+        with recording() as launches:
+            call()
+        times.append(sum(launch.kernel_ms for launch in launches))
+    return float(np.median(times))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="gpu")
+    parser.add_argument("--size", default="7680x4320")
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args(argv)
+    device = clkit.select(args.device)
+    width, height = (int(v) for v in args.size.split("x"))
+    image = clkit.to_device(np.random.default_rng(3).random((height, width), dtype=np.float32),
+                            device=device)
+    out = clkit.empty(image.shape, np.float32, device=device)
+    shipped = geo.FUSED_MAX_ROWS
+    try:
+        for sigma in SIGMAS:
+            results = {}
+            for label, rows in (("two passes", 0), ("one kernel", 1 << 30)):
+                geo.FUSED_MAX_ROWS = rows
+                _dispatch.forget()
+                _filter._made.clear()
+                with _tiers.tier("specialised"):
+                    ms = median_ms(lambda: gaussian_blur(image, sigma, out=out), args.rounds)
+                    results[label] = (ms, out.get())
+            (two, a), (one, b) = results.values()
+            taps = gaussian_taps(sigma).size
+            print(f"sigma {sigma:g} ({taps} rows): two passes {two:.4f} ms, one kernel "
+                  f"{one:.4f} ms, max diff {float(np.max(np.abs(a - b))):.3g}", flush=True)
+    finally:
+        geo.FUSED_MAX_ROWS = shipped
+        _dispatch.forget()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
