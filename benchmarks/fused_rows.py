@@ -18,21 +18,11 @@ import numpy as np
 
 import clkit
 from clkit import _tiers
-from clkit._launch import recording
 from clkit.kernels import _conv_geometry as geo
 from clkit.kernels import _dispatch, _filter, gaussian_blur, gaussian_taps
+from gpu_conv_sweep import median_ms  # benchmarks/ is the script's folder, first on sys.path
 
 SIGMAS = (3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0)
-
-
-def median_ms(call, rounds):
-    call()
-    times = []
-    for _ in range(rounds):
-        with recording() as launches:
-            call()
-        times.append(sum(launch.kernel_ms for launch in launches))
-    return float(np.median(times))
 
 
 def main(argv=None) -> int:
