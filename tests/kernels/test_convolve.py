@@ -657,15 +657,22 @@ def build_defines(filt, device) -> dict:
     return dict(o[2:].split("=", 1) for o in options if o.startswith("-D") and "=" in o)
 
 
+def baked_case(device, rng, case):
+    """Case ``case`` of BAKED_CASES: (sigma, the defines with its weights, image, filter)."""
+    from clkit.kernels._filter import Filter
+    sigma, baked = BAKED_CASES[case]
+    if max(sigma) > 5:
+        skip_on_simulator(device, "a blur of sigma 10")
+    image = rng.random((sized(device, 24, 150), 70), dtype=np.float32)
+    return sigma, baked, image, Filter.for_gaussian("gaussian_blur", image, sigma, "reflect",
+                                                    0.0, 4.0)
+
+
 @pytest.mark.parametrize("case", list(BAKED_CASES))
 def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, case):
     from clkit import _tiers
     from clkit.kernels import _dispatch, _filter
-    sigma, baked = BAKED_CASES[case]
-    if max(sigma) > 5:
-        skip_on_simulator(as_gpu, "a blur of sigma 10")
-    image = rng.random((sized(as_gpu, 24, 150), 70), dtype=np.float32)
-    filt = _filter.Filter.for_gaussian("gaussian_blur", image, sigma, "reflect", 0.0, 4.0)
+    sigma, baked, image, filt = baked_case(as_gpu, rng, case)
     defines = build_defines(filt, as_gpu)
     assert BAKED & set(defines) == baked
     if "WEIGHTS_2D" in baked:  # exact: the mask's float32 weights, row by row
@@ -694,11 +701,7 @@ def test_gpu_masks_past_the_constant_buffer_go_to_global_memory(as_gpu, rng, mon
     sums, and then no weights are built in: the program's tables are __constant."""
     from clkit import _tiers
     from clkit.kernels import _dispatch, _filter
-    sigma, _ = BAKED_CASES[case]
-    if max(sigma) > 5:
-        skip_on_simulator(as_gpu, "a blur of sigma 10")
-    image = rng.random((sized(as_gpu, 24, 150), 70), dtype=np.float32)
-    filt = _filter.Filter.for_gaussian("gaussian_blur", image, sigma, "reflect", 0.0, 4.0)
+    sigma, _, image, filt = baked_case(as_gpu, rng, case)
     assert "MASK_SPACE" not in build_defines(filt, as_gpu)
     with _tiers.tier("specialised"):
         in_constant = ck.gaussian_blur(image, sigma, device=as_gpu)
