@@ -126,12 +126,15 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     2) of a 7680x4320 float32 image): four elements in 8 x 32 work-items of 8 rows took
     0.183 ms, against 0.188-0.190 for 16 x 16 of 8 or 16 rows, 0.208 for 16 x 8 of 16 and
     0.21-0.32 for the other ten shapes; one element each in 32 x 8 work-items of 8 rows
-    0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).
-    Streaming each work-item's own rows through registers, with no local memory, took
-    0.40 ms.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the two passes
-    (sigma 3, 25 rows: 0.288 against 0.354 ms; sigma 5, 41 rows: 0.436 against 0.472);
-    beyond it they are even (49 rows: 0.506 against 0.517, 57 rows: 0.583 against 0.578),
-    as its row pass recomputes more rows per tile.
+    0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).  With
+    the kernel's aligned float4 accesses, 8 x 32 of 8 rows took 0.143 ms (sigma 2) and
+    0.277 (sigma 5), 8 x 16 of 8 rows 0.136 and 0.290, the nine others 0.145-0.210 and
+    0.33-0.66.  Streaming each work-item's own rows through registers, with no local
+    memory, took 0.40 ms; staging each source row in local memory before its row pass,
+    0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the two passes (sigma 3,
+    25 rows: 0.288 against 0.354 ms; sigma 5, 41 rows: 0.436 against 0.472, before the
+    aligned accesses); beyond it they were even (49 rows: 0.506 against 0.517, 57 rows:
+    0.583 against 0.578), as its row pass recomputes more rows per tile.
     """
     if device.type != "gpu" or kh > FUSED_MAX_ROWS:
         return None
