@@ -1,8 +1,10 @@
 """How tall a separable mask the GPU's one-kernel filter should take: it against the two passes.
 
     python benchmarks/fused_rows.py [--device gpu] [--size 7680x4320] [--rounds 20]
+                                    [--dtype float32] [--sigmas 3,3.5,4,4.5,5,6,7]
 
-For Gaussians of sigma 3 to 7 (25 to 57 rows) on a float32 device image, the
+For Gaussians of sigma 3 to 7 (25 to 57 rows; --sigmas) on a float32 device image
+(--dtype: uint8 and the other non-float32 types take the one-element form), the
 kernels' event time (median of ROUNDS calls, the specialised builds) with
 FUSED_MAX_ROWS set to 0 (the two passes) and then past every mask (the one
 kernel), and the largest difference between the two results (the same sums:
@@ -30,18 +32,23 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="gpu")
     parser.add_argument("--size", default="7680x4320")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--sigmas", default=",".join(f"{s:g}" for s in SIGMAS))
     args = parser.parse_args(argv)
     device = clkit.select(args.device)
     width, height = (int(v) for v in args.size.split("x"))
-    image = clkit.to_device(np.random.default_rng(3).random((height, width), dtype=np.float32),
-                            device=device)
+    values = np.random.default_rng(3).random((height, width))
+    dtype = np.dtype(args.dtype)
+    if dtype.kind in "iu":
+        values *= 100
+    image = clkit.to_device(values.astype(dtype), device=device)
     out = clkit.empty(image.shape, np.float32, device=device)
     shipped = geo.FUSED_MAX_ROWS
     try:
-        for sigma in SIGMAS:
+        for sigma in (float(v) for v in args.sigmas.split(",")):
             results = {}
             for label, rows in (("two passes", 0), ("one kernel", 1 << 30)):
-                geo.FUSED_MAX_ROWS = rows
+                geo.FUSED_MAX_ROWS = dict.fromkeys(shipped, rows)
                 _dispatch.forget()
                 _filter._made.clear()
                 with _tiers.tier("specialised"):

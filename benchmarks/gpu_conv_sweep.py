@@ -86,7 +86,7 @@ def main(argv=None) -> int:
         geo.gpu_tile = shipped_tile if tile is None else (lambda kh, kw, sep, t=tile: t)
         row = {}
         for case, (call, two_pass) in cases.items():
-            geo.FUSED_MAX_ROWS = 0 if two_pass else shipped_rows
+            geo.FUSED_MAX_ROWS = dict.fromkeys(shipped_rows, 0) if two_pass else shipped_rows
             _dispatch.forget()
             _filter._made.clear()
             try:

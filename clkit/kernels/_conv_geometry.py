@@ -106,8 +106,9 @@ def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
                     channels=channels, vw=vw, nvec=nvec, rows=4)
 
 
-#: The tallest separable mask the one-kernel filter takes (see :func:`fused`).
-FUSED_MAX_ROWS = 41
+#: The tallest separable mask the one-kernel filter takes, by row elements per work-item: 4 for
+#: float32 images, 1 for the others (see :func:`fused`).
+FUSED_MAX_ROWS = {4: 57, 1: 25}
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
 #: with one row element per work-item, and with four (float32 images).
 FUSED_SHAPE = (32, 8, 8)
@@ -131,15 +132,16 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     0.277 (sigma 5), 8 x 16 of 8 rows 0.136 and 0.290, the nine others 0.145-0.210 and
     0.33-0.66.  Streaming each work-item's own rows through registers, with no local
     memory, took 0.40 ms; staging each source row in local memory before its row pass,
-    0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the two passes (sigma 3,
-    25 rows: 0.288 against 0.354 ms; sigma 5, 41 rows: 0.436 against 0.472, before the
-    aligned accesses); beyond it they were even (49 rows: 0.506 against 0.517, 57 rows:
-    0.583 against 0.578), as its row pass recomputes more rows per tile.
+    0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the two passes, beyond
+    them slower, as its row pass recomputes more rows per tile (``benchmarks/fused_rows.py``):
+    float32, 57 rows (sigma 7) 0.375 against 0.578 ms, 65 rows 0.631 against 0.600; uint8,
+    one element each, 17 rows 0.214 against 0.276, 25 rows 0.315 against 0.334 (int16 0.350
+    against 0.340), 29 rows 0.385 against 0.367.
     """
-    if device.type != "gpu" or kh > FUSED_MAX_ROWS:
+    vec4 = vec4 and FUSED_VEC4
+    if device.type != "gpu" or kh > FUSED_MAX_ROWS[4 if vec4 else 1]:
         return None
     budget = min(device.local_mem, 48 * 1024) - 1024
-    vec4 = vec4 and FUSED_VEC4
     lx, ly, py = FUSED_SHAPE4 if vec4 else FUSED_SHAPE
     epi = 4 if vec4 else 1
     while py >= 1 and (ly * py + kh - 1) * lx * epi * itemsize > budget:

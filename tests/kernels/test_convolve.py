@@ -616,6 +616,7 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("sigma,shape", [(2.0, (45, 150)), (2.0, (23, 70, 3)), (5.0, (90, 140)),
+                                         (7.0, (70, 132)),  # the tallest: 57 rows
                                          (3.0, (41, 33, 2)),
                                          # rows of whole 16-byte vectors, several groups wide
                                          (2.0, (37, 520)), (3.0, (20, 260, 2))], ids=str)
@@ -737,8 +738,10 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
     monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 144 rows of 32 floats
-        assert _conv_geometry.fused(as_gpu, 41, 1, 4).py == 16  # the tallest it takes
-        assert _conv_geometry.fused(as_gpu, 43, 1, 4) is None  # two passes are as fast there
+        assert _conv_geometry.fused(as_gpu, 25, 1, 4).py == 16  # the tallest it takes
+        assert _conv_geometry.fused(as_gpu, 27, 1, 4) is None  # two passes are faster there
+        assert _conv_geometry.fused(as_gpu, 57, 1, 4, vec4=True).py == 8  # four elements each
+        assert _conv_geometry.fused(as_gpu, 59, 1, 4, vec4=True) is None
     with reporting(as_gpu, local_mem=12 * 1024):
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
         assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # two passes, as above
