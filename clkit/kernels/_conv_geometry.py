@@ -139,11 +139,11 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     against 0.340), 29 rows 0.385 against 0.367.
     """
     vec4 = vec4 and FUSED_VEC4
-    if device.type != "gpu" or kh > FUSED_MAX_ROWS[4 if vec4 else 1]:
+    epi = 4 if vec4 else 1
+    if device.type != "gpu" or kh > FUSED_MAX_ROWS[epi]:
         return None
     budget = min(device.local_mem, 48 * 1024) - 1024
     lx, ly, py = FUSED_SHAPE4 if vec4 else FUSED_SHAPE
-    epi = 4 if vec4 else 1
     while py >= 1 and (ly * py + kh - 1) * lx * epi * itemsize > budget:
         py //= 2
     if py < 1:
