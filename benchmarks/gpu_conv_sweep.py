@@ -6,7 +6,8 @@
 For 2-D masks of 3x3, 5x5 and 9x9 and Gaussians of sigma 2 (one kernel, and
 two passes) and sigma 10 on a float32 device image, the kernels' event time
 (median of ROUNDS calls, the specialised build) for every work-group tile
-(LX, LY, PX, PY) of the 2-D and two-pass kernels and every shape of the
+(LX, LY, PX, PY) of the 2-D and two-pass kernels (outputs LX apart), every
+tile of the 2-D masks' four adjacent outputs and every shape of the
 one-kernel separable filter, beside a device-to-device copy of the image (the
 memory-bandwidth bound: one read and one write).  Every layout's result is
 compared with the shipped one's (the same sums in the same order: bit-equal).
@@ -31,6 +32,10 @@ from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
 
 TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4), (32, 8, 2, 4),
          (32, 4, 2, 8), (32, 4, 4, 8), (32, 2, 4, 8), (32, 8, 2, 2)]
+#: (LX, LY, PX, PY) of the 2-D masks' four adjacent outputs per work-item (PX = 4)
+TILES4 = [(32, 4, 4, 6), (16, 8, 4, 6), (32, 4, 4, 4), (32, 4, 4, 8), (16, 8, 4, 4),
+          (32, 8, 4, 4), (16, 4, 4, 8), (64, 2, 4, 6), (16, 16, 4, 4), (32, 2, 4, 8),
+          (8, 16, 4, 6), (16, 8, 4, 8)]
 #: (LX, LY, PY) of the one-kernel separable filter
 FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (32, 4, 16), (32, 8, 8), (16, 16, 8), (16, 16, 16),
                 (32, 4, 8)]
@@ -85,13 +90,23 @@ def main(argv=None) -> int:
     queue.finish()
     copy_ms = float(np.median([(e.profile.end - e.profile.start) * 1e-6 for e in copy_times]))
 
-    shipped_tile, shipped_rows = geo.gpu_tile, geo.FUSED_MAX_ROWS
+    shipped_tile, shipped_tile4 = geo.gpu_tile, geo.gpu_tile4
+    shipped_rows, shipped_vec4 = geo.FUSED_MAX_ROWS, geo.GPU_VEC4_MAX
     results, reference = {}, {}
-    tiles = [] if args.no_tiles else [(str(t), t) for t in TILES]
-    for label, tile in [("shipped", None)] + tiles:
+    # (label, tile, tile of four adjacent outputs): None keeps the shipped one, and a tile of
+    # outputs LX apart is measured with the 2-D masks taking it too
+    layouts = [("shipped", None, None), ("shipped, outputs LX apart", None, False)]
+    if not args.no_tiles:
+        layouts += [(str(t), t, False) for t in TILES]
+        layouts += [(f"4 adjacent {t}", None, t) for t in TILES4]
+    for label, tile, tile4 in layouts:
         geo.gpu_tile = shipped_tile if tile is None else (lambda kh, kw, sep, t=tile: t)
+        geo.gpu_tile4 = tile4 and (lambda kh, kw, t=tile4: t) or shipped_tile4
+        geo.GPU_VEC4_MAX = 0 if tile4 is False else shipped_vec4
         row = {}
         for case, (call, two_pass) in cases.items():
+            if tile4 and "x" not in case:
+                continue  # the separable passes do not take it
             geo.FUSED_MAX_ROWS = dict.fromkeys(shipped_rows, 0) if two_pass else shipped_rows
             try:
                 ms = kernel_median_ms(call, args.rounds)
@@ -107,7 +122,8 @@ def main(argv=None) -> int:
         print(f"{label:16s}", " ".join(
             f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x{'' if v['max_diff'] == 0 else ' DIFF'})"
             if "ms" in v else f"{c}: {v['error']}" for c, v in row.items()), flush=True)
-    geo.gpu_tile, geo.FUSED_MAX_ROWS = shipped_tile, shipped_rows
+    geo.gpu_tile, geo.gpu_tile4 = shipped_tile, shipped_tile4
+    geo.FUSED_MAX_ROWS, geo.GPU_VEC4_MAX = shipped_rows, shipped_vec4
     shipped = geo.FUSED_SHAPE, geo.FUSED_SHAPE4, geo.FUSED_VEC4
     for vec4, shapes in ((False, FUSED_SHAPES), (True, FUSED_SHAPES4)):
         for shape in shapes:

@@ -21,8 +21,16 @@
  *   OUT_H * (OUT_W + (KW - 1) * CHANNELS) * sizeof(ACC_T) (convolve_rows),
  *   (OUT_H + KH_CHUNK - 1) * OUT_W * sizeof(ACC_T) (convolve_cols).
  *
+ * With VEC4 (float images summed in float; convolve_2d only), each work-item computes PX = 4
+ * adjacent row elements instead, for PY rows: its tile row is NV float4 reads of local memory,
+ * from which every tap takes its 4 elements, where 4 outputs LX apart take 4 reads per tap. The
+ * tile starts a whole vector left of the halo, so that the reads are aligned, and loads whole
+ * vectors (16-byte loads: coalesced) where the row allows. The sums are the same, in the same
+ * order, as without it (a 7680x4320 image on an H200: 9x9 0.163 ms against 0.188, 5x5 0.102
+ * against 0.115).
+ *
  * Defines: LX, LY (work-group shape, which the launch must use; default 32 x 8: whole warps
- * along x), PX (default 2), PY (default 4), KH_CHUNK (default KH).
+ * along x), PX (default 2; 4 with VEC4), PY (default 4), KH_CHUNK (default KH), VEC4.
  * Global size: (ceil(width * CHANNELS / OUT_W) * LX, ceil(rows / OUT_H) * LY), local (LX, LY).
  */
 #ifndef LX
@@ -39,6 +47,12 @@
 #endif
 #ifndef KH_CHUNK
 #define KH_CHUNK KH
+#endif
+#ifndef VEC4
+#define VEC4 0
+#endif
+#if VEC4 && PX != 4
+#error "VEC4 computes PX = 4 adjacent elements per work-item"
 #endif
 #define OUT_W (LX * PX)
 #define OUT_H (LY * PY)
@@ -175,7 +189,109 @@ CLK_INLINE void gpu_correlate(__local ACC_T* tile,
     store_block(tmp, dst, acc, width * CHANNELS, out_rows, !by_rowmap);
 }
 
-#if WITH_DIRECT
+#if WITH_DIRECT && VEC4
+#define HL4 ((HALO_L + 3) / 4 * 4)          /* the left halo, rounded up to whole vectors */
+#define NV ((HL4 + 4 + HALO_R + 3) / 4)      /* vectors of a work-item's span */
+#define TW4 (4 * (LX - 1 + NV))              /* a tile row: element e0 - HL4 onwards */
+
+/* Tile rows [0, tile_h) = padded rows p0 + q of src (through rowmap), elements from e0 - HL4:
+ * whole vectors where they lie in the row (rows of a multiple of 4 elements), else element by
+ * element, folded; elements no tap reads (left of the halo, right of it) are 0. */
+CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
+                               __global const SRC_T* src, __global const int* rowmap,
+                               const int p0, const int last_p, const int width,
+                               const float cval)
+{
+    const int rowlen = width * CHANNELS;
+    const int e0 = (int)get_group_id(0) * OUT_W - HL4;
+    const bool whole = (rowlen & 3) == 0;
+    for (int q = (int)get_local_id(1); q < tile_h; q += LY) {
+        const int srow = rowmap[min(p0 + q, last_p)];
+        __local float4* out = (__local float4*)(tile + q * TW4);
+        for (int i = (int)get_local_id(0); i < TW4 / 4; i += LX) {
+            const int e = e0 + 4 * i;
+            float4 v;
+            if (whole && srow >= 0 && e >= 0 && e + 4 <= rowlen) {
+                v = *(__global const float4*)(src + (size_t)srow * (size_t)rowlen + e);
+            } else {
+                float a[4];
+                for (int c = 0; c < 4; c++)
+                    a[c] = e + c >= -HALO_L && e + c < rowlen + HALO_R
+                               ? folded_src(src, srow, e + c, width, cval) : 0;
+                v = (float4)(a[0], a[1], a[2], a[3]);
+            }
+            out[i] = v;
+        }
+    }
+}
+
+/* tile_taps for 4 adjacent elements: tile row q's span of NV vectors feeds every tap */
+CLK_INLINE void tile_taps4(__local const float* tile, MASK_SPACE const float* mask,
+                           const int c0, const int chunk, float4 acc[PY])
+{
+    const int lx = (int)get_local_id(0);
+    const int ly = (int)get_local_id(1);
+    GPU_UNROLL
+    for (int q = 0; q < PY + chunk - 1; ++q) {
+        __local const float4* row = (__local const float4*)(tile + (ly * PY + q) * TW4) + lx;
+        float v[4 * NV];
+#pragma unroll
+        for (int i = 0; i < NV; i++)
+            vstore4(row[i], i, v);
+        GPU_UNROLL
+        for (int s = 0; s < KW; ++s) {
+            const int a = HL4 - HALO_L + s * CHANNELS;
+            const float4 w = (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
+#pragma unroll
+            for (int o = 0; o < PY; ++o) {
+                const int t = q - o;
+                if (t >= 0 && t < chunk && c0 + t < KH)
+                    IF_TAP_USED(MASK_2D, mask, (c0 + t) * KW + s)
+                    acc[o] += mask[(c0 + t) * KW + s] * w;
+            }
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
+void convolve_2d(__global const SRC_T* restrict src,
+                 __global const int* restrict rowmap,
+                 MASK_SPACE const ACC_T* restrict mask,
+                 __global OUT_T* restrict dst,
+                 const int width, const int out_rows, const ACC_T cval)
+{
+    __local float tile[(OUT_H + KH_CHUNK - 1) * TW4] __attribute__((aligned(16)));
+    const int rowlen = width * CHANNELS;
+    const int p0 = (int)get_group_id(1) * OUT_H;
+    const int last_p = out_rows + KH - 2;
+    float4 acc[PY];
+#pragma unroll
+    for (int o = 0; o < PY; ++o)
+        acc[o] = 0;
+    for (int c0 = 0; c0 < KH; c0 += KH_CHUNK) {
+        if (c0 > 0)
+            barrier(CLK_LOCAL_MEM_FENCE);
+        load_src_tile4(tile, OUT_H + KH_CHUNK - 1, src, rowmap, p0 + c0, last_p, width, cval);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tile_taps4(tile, MASK_2D_OF(mask), c0, KH_CHUNK, acc);
+    }
+    const int e = (int)get_group_id(0) * OUT_W + 4 * (int)get_local_id(0);
+    const int r = p0 + (int)get_local_id(1) * PY;
+#pragma unroll
+    for (int o = 0; o < PY; ++o) {
+        if (r + o >= out_rows || e >= rowlen)
+            break;
+        __global float* d = dst + (size_t)(r + o) * (size_t)rowlen + e;
+        if ((rowlen & 3) == 0) {
+            *(__global float4*)d = acc[o];
+        } else {
+            const float a[4] = {acc[o].x, acc[o].y, acc[o].z, acc[o].w};
+            for (int c = 0; c < 4 && e + c < rowlen; c++)
+                d[c] = a[c];
+        }
+    }
+}
+#elif WITH_DIRECT
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_2d(__global const SRC_T* restrict src,
                  __global const int* restrict rowmap,

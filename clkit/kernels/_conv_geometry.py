@@ -68,6 +68,24 @@ def gpu_tile(kh, kw, separable) -> tuple:
     return GPU_TILE
 
 
+#: The largest 2-D mask (either side) whose float32 images take the GPU variant's VEC4 form,
+#: four adjacent outputs per work-item (see `gpu_tile4`).
+GPU_VEC4_MAX = 9
+
+
+def gpu_tile4(kh, kw) -> tuple:
+    """GPU work-group (LX, LY) and outputs per work-item (PX = 4 adjacent; PY rows) of a 2-D
+    mask over a float32 image (convolution_gpu.cl's VEC4).
+
+    From ``benchmarks/gpu_conv_sweep.py`` on an H200 (7680x4320, twelve tiles, copy 0.066 ms):
+    32 x 4 work-items of 4 rows took 0.088 ms at 3x3 and 0.102 at 5x5 (outputs LX apart,
+    `gpu_tile`'s: 0.0875 and 0.115), 16 x 8 of 6 rows 0.163 at 9x9 (0.188), bit-equal.
+    """
+    if max(kh, kw) <= 5:
+        return 32, 4, 4, 4
+    return 16, 8, 4, 6
+
+
 def cpu_vector_width(device, itemsize: int) -> int:
     """Elements per vector (VW) of the CPU variant: the device's native SIMD width for the type.
 
@@ -81,25 +99,36 @@ def cpu_vector_width(device, itemsize: int) -> int:
     return native if native in (4, 8, 16) else 64 // itemsize
 
 
-def geometry(device, kh, kw, channels, itemsize, separable) -> Geometry:
+def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geometry:
     """The kernel variant for a device: local-memory tiles on GPUs, SIMD runs elsewhere.
 
     CPU variant (PoCL-tuned): runs of VW * NVEC elements (VW: `cpu_vector_width`), ROWS rows per
     work-item, NACC accumulators, work-groups of 4.  GPU variant: `gpu_tile`'s
     work-groups and outputs per work-item, the mask rows in chunks that fit
-    the local memory.  A mask too wide for the tile falls back to GPU_TILE,
-    and one too wide for that to the CPU variant, which runs on GPUs too.
+    the local memory; with ``vec4`` (a float32 image summed in float) 2-D masks of up to
+    GPU_VEC4_MAX take `gpu_tile4`'s four adjacent outputs per work-item.  A mask too wide for
+    the tile falls back to GPU_TILE, and one too wide for that to the CPU variant, which runs
+    on GPUs too.
     """
     budget = min(device.local_mem, 48 * 1024) - 1024
-    tiles = dict.fromkeys([gpu_tile(kh, kw, separable), GPU_TILE]) if device.type == "gpu" else {}
-    for lx, ly, px, py in tiles:
+    tiles = []
+    if device.type == "gpu":
+        vec4 = vec4 and not separable and max(kh, kw) <= GPU_VEC4_MAX
+        tiles = [(gpu_tile4(kh, kw), True)] if vec4 else []
+        tiles += [(t, False) for t in dict.fromkeys([gpu_tile(kh, kw, separable), GPU_TILE])]
+    for (lx, ly, px, py), vec4 in tiles:
         tile_w = lx * px + (kw - 1) * channels
+        if vec4:
+            # at most: whole vectors from a vector left of the halo (convolution_gpu.cl's TW4)
+            tile_w = 4 * (lx - 1) + 4 * (((kw - 1) * channels + 10) // 4)
         # a separable mask's rows run over the column pass's tile, which has no halo along x
         chunk_w = lx * px if separable else tile_w
         chunk = min(kh, budget // (itemsize * chunk_w) - ly * py + 1)
         if chunk >= 1 and ly * py * tile_w * itemsize <= budget:
-            return Geometry("gpu", dict(LX=lx, LY=ly, PX=px, PY=py, KH_CHUNK=chunk),
-                            channels=channels, lx=lx, ly=ly, px=px, py=py)
+            defines = dict(LX=lx, LY=ly, PX=px, PY=py, KH_CHUNK=chunk)
+            if vec4:
+                defines["VEC4"] = 1
+            return Geometry("gpu", defines, channels=channels, lx=lx, ly=ly, px=px, py=py)
     vw = cpu_vector_width(device, itemsize)
     nvec = 2 if separable else 1
     return Geometry("cpu", dict(VW=vw, NVEC=nvec, ROWS=4, NACC=2),

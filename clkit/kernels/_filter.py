@@ -238,7 +238,7 @@ class Filter(Operation):
             defines["MASK_SPACE"] = "__global"
         vec4 = self.image_dtype == np.float32 and acc == np.float32
         shape = (fused(device, kh, self.channels, acc.itemsize, vec4) if two_pass else None) or \
-            geometry(device, kh, kw, self.channels, acc.itemsize, two_pass)
+            geometry(device, kh, kw, self.channels, acc.itemsize, two_pass, vec4)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
         if self.bake_weights and shape.variant != "cpu" and "MASK_SPACE" not in defines:

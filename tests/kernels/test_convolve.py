@@ -591,6 +591,33 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
     assert_close_scaled(blurred, expected, scale, ulps=filter_ulps(2 * 9))
 
 
+# float32 rows of a multiple of 4 elements, in several work-groups of 128 (whole vectors inside
+# the row, folded ones at its ends), and rows of other lengths (every vector folded)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape,mask_shape", [((29, 300), (9, 9)), ((13, 64, 2), (3, 5)),
+                                              ((11, 70, 4), (5, 2)), ((26, 131), (8, 3)),
+                                              ((5, 2), (9, 9))])
+def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape):
+    from clkit import _tiers
+    from clkit.kernels import _conv_geometry, _dispatch
+    from clkit.kernels._filter import Filter
+    image = rng.random(shape, dtype=np.float32)
+    mask = rng.random(mask_shape)
+    filt = Filter.for_mask("convolve", image, mask, mode, -0.5)
+    assert build_defines(filt, as_gpu).get("VEC4") == "1"
+    expected, scale = convolve_reference(image, mask, mode, -0.5)
+    with _tiers.tier("specialised"):
+        got = ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu)
+        assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
+        # the same sums in the same order as four outputs LX apart
+        monkeypatch.setattr(_conv_geometry, "GPU_VEC4_MAX", 0)
+        _dispatch.forget()
+        assert "VEC4" not in build_defines(filt, as_gpu)
+        np.testing.assert_array_equal(
+            ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu), got)
+    _dispatch.forget()
+
+
 @pytest.mark.parametrize("mode,cval", ZERO_TAP_MODES, ids=lambda v: str(v))
 @pytest.mark.parametrize("name", list(ZERO_TAP_MASKS))
 def test_gpu_variant_zero_weights(as_gpu, rng, name, mode, cval):
@@ -608,6 +635,15 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
         assert _conv_geometry.geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
         image = non_finite_image(rng, (sized(as_gpu, 9, 40), 70))
         for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
+            check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
+                             image, mask, mode, cval)
+    # four adjacent outputs per work-item: 48 rows and 6 of a 9-row mask in 16 KiB
+    with reporting(as_gpu, local_mem=16 * 1024):
+        mask = zero_rows_and_columns(rng, (9, 3), [0, 4, 8], [2])
+        defines = _conv_geometry.geometry(as_gpu, 9, 3, 1, 4, False, vec4=True).defines
+        assert defines["KH_CHUNK"] == 6 and defines["VEC4"] == 1
+        image = non_finite_image(rng, (sized(as_gpu, 9, 40), 264))
+        for mode, cval in (("reflect", 0.0), ("constant", np.nan)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
                              image, mask, mode, cval)
 
