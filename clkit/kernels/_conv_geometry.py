@@ -77,13 +77,14 @@ def gpu_tile4(kh, kw) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX = 4 adjacent; PY rows) of a 2-D
     mask over a float32 image (convolution_gpu.cl's VEC4).
 
-    From ``benchmarks/gpu_conv_sweep.py`` on an H200 (7680x4320, twelve tiles, copy 0.066 ms):
-    32 x 4 work-items of 4 rows took 0.088 ms at 3x3 and 0.102 at 5x5 (outputs LX apart,
-    `gpu_tile`'s: 0.0875 and 0.115), 16 x 8 of 6 rows 0.163 at 9x9 (0.188), bit-equal.
+    From ``benchmarks/gpu_conv_sweep.py`` on an H200 (7680x4320, twelve tiles, copy 0.067 ms):
+    32 x 4 work-items of 4 rows took 0.086 ms at 3x3 and 0.095 at 5x5 (outputs LX apart,
+    `gpu_tile`'s, in the same run: 0.090 and 0.116), 32 x 4 of 6 rows 0.151 at 9x9 (0.191);
+    the ten other tiles 0.086-0.101, 0.098-0.112 and 0.154-0.194.  Bit-equal.
     """
     if max(kh, kw) <= 5:
         return 32, 4, 4, 4
-    return 16, 8, 4, 6
+    return 32, 4, 4, 6
 
 
 def cpu_vector_width(device, itemsize: int) -> int:

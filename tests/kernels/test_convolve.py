@@ -637,11 +637,11 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
         for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
                              image, mask, mode, cval)
-    # four adjacent outputs per work-item: 48 rows and 6 of a 9-row mask in 16 KiB
+    # four adjacent outputs per work-item: 24 rows and 5 of a 9-row mask in 16 KiB
     with reporting(as_gpu, local_mem=16 * 1024):
         mask = zero_rows_and_columns(rng, (9, 3), [0, 4, 8], [2])
         defines = _conv_geometry.geometry(as_gpu, 9, 3, 1, 4, False, vec4=True).defines
-        assert defines["KH_CHUNK"] == 6 and defines["VEC4"] == 1
+        assert defines["KH_CHUNK"] == 5 and defines["VEC4"] == 1
         image = non_finite_image(rng, (sized(as_gpu, 9, 40), 264))
         for mode, cval in (("reflect", 0.0), ("constant", np.nan)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
