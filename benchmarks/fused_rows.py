@@ -2,13 +2,15 @@
 
     python benchmarks/fused_rows.py [--device gpu] [--size 7680x4320] [--rounds 20]
                                     [--dtype float32] [--sigmas 3,3.5,4,4.5,5,6,7]
+                                    [--shape LX,LY,PY]
 
 For Gaussians of sigma 3 to 7 (25 to 57 rows; --sigmas) on a float32 device image
-(--dtype: uint8 and the other non-float32 types take the one-element form), the
-kernels' event time (median of ROUNDS calls, the specialised builds) with
-FUSED_MAX_ROWS set to 0 (the two passes) and then past every mask (the one
-kernel), and the largest difference between the two results (the same sums:
-0).  Prints a line per sigma.
+(--dtype: images of other types are summed in float too, four row elements per
+work-item, but for float64 ones, summed in double, one element), the kernels' event
+time (median of ROUNDS calls, the specialised builds) with FUSED_MAX_ROWS set to 0
+(the two passes) and then past every mask (the one kernel, in its shipped
+work-group shape or --shape's), and the largest difference between the two
+results (the same sums: 0).  Prints a line per sigma.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--sigmas", default=",".join(f"{s:g}" for s in SIGMAS))
+    parser.add_argument("--shape", help="the one kernel's LX,LY,PY (default: the shipped)")
     args = parser.parse_args(argv)
     device = clkit.select(args.device)
     width, height = (int(v) for v in args.size.split("x"))
@@ -43,6 +46,13 @@ def main(argv=None) -> int:
     image = clkit.to_device(values.astype(dtype), device=device)
     out = clkit.empty(image.shape, np.float32, device=device)
     shipped = geo.FUSED_MAX_ROWS
+    shapes = geo.FUSED_SHAPE, geo.FUSED_SHAPE4
+    if args.shape:
+        shape = tuple(int(v) for v in args.shape.split(","))
+        if dtype == np.float64:
+            geo.FUSED_SHAPE = shape
+        else:
+            geo.FUSED_SHAPE4 = shape
     try:
         for sigma in (float(v) for v in args.sigmas.split(",")):
             results = {}
@@ -56,6 +66,7 @@ def main(argv=None) -> int:
                   f"{one:.4f} ms, max diff {float(np.max(np.abs(a - b))):.3g}", flush=True)
     finally:
         geo.FUSED_MAX_ROWS = shipped
+        geo.FUSED_SHAPE, geo.FUSED_SHAPE4 = shapes
         _dispatch.forget()
     return 0
 

@@ -1,15 +1,16 @@
 """The GPU convolution kernels' layouts swept: kernel time of each mask for each tile.
 
     python benchmarks/gpu_conv_sweep.py OUTDIR [--device gpu] [--size 7680x4320] [--rounds 20]
-                                        [--no-tiles]
+                                        [--dtype float32] [--no-tiles]
 
 For 2-D masks of 3x3, 5x5 and 9x9 and Gaussians of sigma 2 (one kernel, and
-two passes) and sigma 10 on a float32 device image, the kernels' event time
+two passes) and sigma 10 on a float32 device image (--dtype: of another type,
+times 100 for integers; the results are float32), the kernels' event time
 (median of ROUNDS calls, the specialised build) for every work-group tile
 (LX, LY, PX, PY) of the 2-D and two-pass kernels (outputs LX apart), every
 tile of the 2-D masks' four adjacent outputs and every shape of the
-one-kernel separable filter, beside a device-to-device copy of the image (the
-memory-bandwidth bound: one read and one write).  Every layout's result is
+one-kernel separable filter, beside a device-to-device copy of a float32 image
+of that size (the memory-bandwidth bound: one read and one write).  Every layout's result is
 compared with the shipped one's (the same sums in the same order: bit-equal).
 Writes OUTDIR/gpu_conv_sweep.json and prints a table.
 """
@@ -39,7 +40,7 @@ TILES4 = [(32, 4, 4, 6), (16, 8, 4, 6), (32, 4, 4, 4), (32, 4, 4, 8), (16, 8, 4,
 #: (LX, LY, PY) of the one-kernel separable filter
 FUSED_SHAPES = [(32, 8, 16), (64, 4, 16), (32, 4, 16), (32, 8, 8), (16, 16, 8), (16, 16, 16),
                 (32, 4, 8)]
-#: the same with four row elements per work-item (float32 images)
+#: the same with four row elements per work-item (images summed in float)
 FUSED_SHAPES4 = [(32, 8, 8), (32, 8, 4), (32, 8, 16), (16, 16, 8), (32, 4, 8), (64, 4, 4),
                  (16, 8, 16), (32, 4, 16), (16, 16, 4), (16, 16, 16), (16, 32, 4), (8, 32, 8),
                  (8, 32, 4), (8, 16, 16), (8, 16, 8), (4, 64, 4), (4, 64, 8), (4, 32, 8)]
@@ -67,6 +68,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="gpu")
     parser.add_argument("--size", default="7680x4320")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--dtype", default="float32", help="the image's (default float32)")
     parser.add_argument("--no-tiles", action="store_true",
                         help="the shipped 2-D and two-pass tiles only")
     args = parser.parse_args(argv)
@@ -74,8 +76,11 @@ def main(argv=None) -> int:
     device = clkit.select(args.device)
     width, height = (int(v) for v in args.size.split("x"))
     rng = np.random.default_rng(3)
-    image = clkit.to_device(rng.random((height, width), dtype=np.float32), device=device)
+    dtype = np.dtype(args.dtype)
+    values = rng.random((height, width)) * (100 if dtype.kind in "iu" else 1)
+    image = clkit.to_device(values.astype(dtype), device=device)
     out = clkit.empty(image.shape, np.float32, device=device)
+    float_image = clkit.to_device(values.astype(np.float32), device=device)
     queue = out.queue
     masks = {k: rng.standard_normal((k, k)).astype(np.float32) for k in (3, 5, 9)}
     cases = {f"{k}x{k}": (lambda m=m: convolve(image, m, out=out), False)
@@ -86,7 +91,7 @@ def main(argv=None) -> int:
 
     copy_times = []
     for _ in range(args.rounds):
-        copy_times.append(cl.enqueue_copy(queue, out.base_data, image.base_data))
+        copy_times.append(cl.enqueue_copy(queue, out.base_data, float_image.base_data))
     queue.finish()
     copy_ms = float(np.median([(e.profile.end - e.profile.start) * 1e-6 for e in copy_times]))
 
@@ -145,7 +150,8 @@ def main(argv=None) -> int:
                   flush=True)
         geo.FUSED_SHAPE, geo.FUSED_SHAPE4, geo.FUSED_VEC4 = shipped
     print(f"device copy of the image: {copy_ms:.4f} ms")
-    report = {"device": str(device), "size": [width, height], "rounds": args.rounds,
+    report = {"device": str(device), "size": [width, height], "dtype": dtype.name,
+              "rounds": args.rounds,
               "copy_ms": copy_ms, "layouts": results}
     (args.outdir / "gpu_conv_sweep.json").write_text(json.dumps(report, indent=1))
     return 0

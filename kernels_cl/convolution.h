@@ -180,4 +180,8 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
     return (ACC_T)src[(size_t)srow * (size_t)(width * CHANNELS) + xs * CHANNELS + (e - x * CHANNELS)];
 }
 
+/* Elements [0, 4) at p as a float4, in one load (the VEC4 forms, whose ACC_T is float): p must
+ * lie on a multiple of 4 elements. */
+#define LOAD_SRC4(p) convert_float4(*(__global const CLK_VEC(SRC_T, 4)*)(p))
+
 #endif /* CLKIT_CONVOLUTION_H */

@@ -18,12 +18,12 @@
  * output rows (PY consecutive ones per work-item); its local memory holds the row pass of
  * LY * PY + KH - 1 padded rows.
  *
- * With VEC4 (float images summed in float), each work-item computes 4 adjacent row elements:
+ * With VEC4 (images summed in float), each work-item computes 4 adjacent row elements:
  * in rows of a multiple of 4 elements, away from the row's ends, its row pass reads the span
- * its 4 elements need with 16-byte loads (one load serves up to 16 taps), and its column pass
- * reads and writes 16 bytes at a time; elsewhere each of the 4 is summed on its own. These
- * accesses start on 16 bytes, and go through float4 pointers to say so: vload4 and vstore4
- * promise only a float's alignment, and cost more on NVIDIA's compiler (a 7680x4320 image
+ * its 4 elements need 4 source elements at a time (one load serves up to 16 taps), and its
+ * column pass reads and writes float4s; elsewhere each of the 4 is summed on its own. These
+ * accesses start on whole vectors, and go through vector pointers to say so: vload4 and vstore4
+ * promise only an element's alignment, and cost more on NVIDIA's compiler (a 7680x4320 image
  * on an H200, bit-equal results: sigma 2 0.183 ms with vload4/vstore4, 0.144 ms with float4
  * pointers; sigma 5 0.436 against 0.282 ms).
  *
@@ -82,7 +82,7 @@ void convolve_fused(__global const SRC_T* restrict src,
                     __global const int* restrict rowmap,
                     MASK_SPACE const ACC_T* restrict row_arg,
                     MASK_SPACE const ACC_T* restrict col_arg,
-                    __global ACC_T* restrict dst,
+                    __global OUT_T* restrict dst,
                     const int width, const int out_rows, const ACC_T cval,
                     const ACC_T cval_rows)
 {
@@ -111,12 +111,11 @@ void convolve_fused(__global const SRC_T* restrict src,
         if (srow < 0) {
             *(__local float4*)out = (float4)cval_rows;
         } else if (vectors) {
-            __global const float4* s =
-                (__global const float4*)(src + (size_t)srow * (size_t)rowlen + (e - HL4));
+            __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (e - HL4);
             float v[4 * NV];
 #pragma unroll
             for (int i = 0; i < NV; i++)
-                vstore4(s[i], i, v);
+                vstore4(LOAD_SRC4(s + 4 * i), i, v);
             float4 acc = 0;
 #if KW <= 64
 #pragma unroll
@@ -176,7 +175,7 @@ void convolve_fused(__global const SRC_T* restrict src,
     for (int o = 0; o < PY; o++) {
         if (p0 + r0 + o >= out_rows)
             break;
-        __global ACC_T* d = dst + (size_t)(p0 + r0 + o) * (size_t)rowlen + e;
+        __global OUT_T* d = dst + (size_t)(p0 + r0 + o) * (size_t)rowlen + e;
 #if VEC4
         if ((rowlen & 3) == 0 && e + 4 <= rowlen) {
             *(__global float4*)d = acc[o];
@@ -186,7 +185,7 @@ void convolve_fused(__global const SRC_T* restrict src,
                 d[c] = a[c];
         }
 #else
-        d[0] = acc[o];
+        d[0] = (OUT_T)acc[o];
 #endif
     }
 }

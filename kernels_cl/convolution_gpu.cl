@@ -21,7 +21,7 @@
  *   OUT_H * (OUT_W + (KW - 1) * CHANNELS) * sizeof(ACC_T) (convolve_rows),
  *   (OUT_H + KH_CHUNK - 1) * OUT_W * sizeof(ACC_T) (convolve_cols).
  *
- * With VEC4 (float images summed in float; convolve_2d only), each work-item computes PX = 4
+ * With VEC4 (images summed in float; convolve_2d only), each work-item computes PX = 4
  * adjacent row elements instead, for PY rows: its tile row is NV float4 reads of local memory,
  * from which every tap takes its 4 elements, where 4 outputs LX apart take 4 reads per tap. The
  * tile starts a whole vector left of the halo, so that the reads are aligned, and loads whole
@@ -214,7 +214,7 @@ CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
         const int srow = rowmap[min(p0 + q, last_p)];
         float4 v;
         if (whole && srow >= 0 && e >= 0 && e + 4 <= rowlen) {
-            v = *(__global const float4*)(src + (size_t)srow * (size_t)rowlen + e);
+            v = LOAD_SRC4(src + (size_t)srow * (size_t)rowlen + e);
         } else {
             float a[4];
             for (int c = 0; c < 4; c++)

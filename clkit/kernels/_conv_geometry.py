@@ -68,14 +68,14 @@ def gpu_tile(kh, kw, separable) -> tuple:
     return GPU_TILE
 
 
-#: The largest 2-D mask (either side) whose float32 images take the GPU variant's VEC4 form,
+#: The largest 2-D mask (either side) whose images summed in float take the GPU variant's VEC4 form,
 #: four adjacent outputs per work-item (see `gpu_tile4`).
 GPU_VEC4_MAX = 9
 
 
 def gpu_tile4(kh, kw) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX = 4 adjacent; PY rows) of a 2-D
-    mask over a float32 image (convolution_gpu.cl's VEC4).
+    mask over an image summed in float (convolution_gpu.cl's VEC4).
 
     From ``benchmarks/gpu_conv_sweep.py`` on an H200 (7680x4320, twelve tiles, copy 0.067 ms):
     32 x 4 work-items of 4 rows took 0.086 ms at 3x3 and 0.095 at 5x5 (outputs LX apart,
@@ -106,7 +106,7 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
     CPU variant (PoCL-tuned): runs of VW * NVEC elements (VW: `cpu_vector_width`), ROWS rows per
     work-item, NACC accumulators, work-groups of 4.  GPU variant: `gpu_tile`'s
     work-groups and outputs per work-item, the mask rows in chunks that fit
-    the local memory; with ``vec4`` (a float32 image summed in float) 2-D masks of up to
+    the local memory; with ``vec4`` (an image summed in float) 2-D masks of up to
     GPU_VEC4_MAX take `gpu_tile4`'s four adjacent outputs per work-item.  A mask too wide for
     the tile falls back to GPU_TILE, and one too wide for that to the CPU variant, which runs
     on GPUs too.
@@ -137,13 +137,13 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
 
 
 #: The tallest separable mask the one-kernel filter takes, by row elements per work-item: 4 for
-#: float32 images, 1 for the others (see :func:`fused`).
+#: images summed in float, 1 for those summed in double (see :func:`fused`).
 FUSED_MAX_ROWS = {4: 57, 1: 25}
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
-#: with one row element per work-item, and with four (float32 images).
+#: with one row element per work-item, and with four (images summed in float).
 FUSED_SHAPE = (32, 8, 8)
-FUSED_SHAPE4 = (8, 32, 8)
-#: Whether float32 images take the four-element form (convolution_fused.cl's VEC4).
+FUSED_SHAPE4 = (8, 32, 4)
+#: Whether images summed in float take the four-element form (convolution_fused.cl's VEC4).
 FUSED_VEC4 = True
 
 
@@ -151,22 +151,25 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     """The one-kernel separable filter's work-groups on a GPU, or None where it does not fit.
 
     A work-group of LX x LY work-items computes LX * EPI row elements (EPI = 4 with ``vec4``,
-    a float32 image summed in float, else 1) of LY * PY output rows from the row pass of
+    an image summed in float, else 1) of LY * PY output rows from the row pass of
     LY * PY + kh - 1 rows, which it keeps in local memory; PY is halved where the local
     memory is short.  On an H200 (``benchmarks/gpu_conv_sweep.py``, a 17-row Gaussian (sigma
     2) of a 7680x4320 float32 image): four elements in 8 x 32 work-items of 8 rows took
     0.183 ms, against 0.188-0.190 for 16 x 16 of 8 or 16 rows, 0.208 for 16 x 8 of 16 and
     0.21-0.32 for the other ten shapes; one element each in 32 x 8 work-items of 8 rows
     0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).  With
-    the kernel's aligned float4 accesses, 8 x 32 of 8 rows took 0.143 ms (sigma 2) and
-    0.277 (sigma 5), 8 x 16 of 8 rows 0.136 and 0.290, the nine others 0.145-0.210 and
-    0.33-0.66.  Streaming each work-item's own rows through registers, with no local
-    memory, took 0.40 ms; staging each source row in local memory before its row pass,
-    0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the two passes, beyond
-    them slower, as its row pass recomputes more rows per tile (``benchmarks/fused_rows.py``):
-    float32, 57 rows (sigma 7) 0.375 against 0.578 ms, 65 rows 0.631 against 0.600; uint8,
-    one element each, 17 rows 0.214 against 0.276, 25 rows 0.315 against 0.334 (int16 0.350
-    against 0.340), 29 rows 0.385 against 0.367.
+    the kernel's aligned vector accesses (``benchmarks/fused_rows.py --shape``), 8 x 32 of 4
+    rows is the fastest at every height: float32 sigma 2, 3, 5 and 7 0.134, 0.174, 0.259 and
+    0.362 ms, against 0.145, 0.186, 0.275 and 0.368 for 8 x 32 of 8 rows and 0.138, 0.195,
+    0.319 and 0.469 for 16 x 16 of 4; uint8 0.109, 0.159, 0.256 and 0.390, against 0.128,
+    0.169, 0.277 and 0.396 (8 x 32 of 8).  Streaming each work-item's own rows through
+    registers, with no local memory, took 0.40 ms; staging each source row in local memory
+    before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the
+    two passes, beyond them slower, as its row pass recomputes more rows per tile
+    (``benchmarks/fused_rows.py``): four elements, 57 rows (sigma 7) 0.362 against 0.579 ms
+    (uint8 0.390 against 0.566), 65 rows 0.631 against 0.600; one element (uint8 images,
+    before they took four), 17 rows 0.214 against 0.276, 25 rows 0.315 against 0.334 (int16
+    0.350 against 0.340), 29 rows 0.385 against 0.367.
     """
     vec4 = vec4 and FUSED_VEC4
     epi = 4 if vec4 else 1

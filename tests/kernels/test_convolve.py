@@ -316,6 +316,11 @@ IMAGE_DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.
 WIDE_INTEGERS = [np.uint32, np.int32, np.uint64, np.int64]
 
 
+def summed_in_float(device, dtype) -> bool:
+    """Whether an image of ``dtype`` is summed in float on ``device`` (else in double)."""
+    return not (dtype == np.float64 or (dtype in WIDE_INTEGERS and device.fp64))
+
+
 @pytest.mark.parametrize("dtype", IMAGE_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_convolve_dtypes(device, rng, dtype):
     if dtype is np.float64:
@@ -591,23 +596,32 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
     assert_close_scaled(blurred, expected, scale, ulps=filter_ulps(2 * 9))
 
 
-# float32 rows of a multiple of 4 elements, in several work-groups of 128 (whole vectors inside
-# the row, folded ones at its ends), and rows of other lengths (every vector folded)
+# rows of a multiple of 4 elements, in several work-groups of 128 (whole vectors inside the
+# row, folded ones at its ends), and rows of other lengths (every vector folded); images summed
+# in float (a float64 image, and one of wide integers where the device has fp64, summed in
+# double, keep outputs LX apart)
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("shape,mask_shape", [((29, 300), (9, 9)), ((13, 64, 2), (3, 5)),
-                                              ((11, 70, 4), (5, 2)), ((26, 131), (8, 3)),
-                                              ((5, 2), (9, 9))])
-def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape):
+@pytest.mark.parametrize("shape,mask_shape,dtype", [
+    ((29, 300), (9, 9), np.float32), ((13, 64, 2), (3, 5), np.float32),
+    ((11, 70, 4), (5, 2), np.float32), ((26, 131), (8, 3), np.float32),
+    ((5, 2), (9, 9), np.float32), ((21, 136), (5, 5), np.uint8), ((9, 68, 3), (7, 4), np.int16),
+    ((17, 132), (5, 5), np.float64), ((19, 72), (3, 3), np.int32)], ids=str)
+def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape,
+                                           dtype):
     from clkit import _tiers
     from clkit.kernels import _conv_geometry, _dispatch
     from clkit.kernels._filter import Filter
-    image = rng.random(shape, dtype=np.float32)
+    if dtype == np.float64:
+        need_fp64(as_gpu)
+    image = random_image(rng, shape, dtype)
     mask = rng.random(mask_shape)
     filt = Filter.for_mask("convolve", image, mask, mode, -0.5)
-    assert build_defines(filt, as_gpu).get("VEC4") == "1"
+    assert build_defines(filt, as_gpu).get("VEC4") == \
+        ("1" if summed_in_float(as_gpu, dtype) else None)
     expected, scale = convolve_reference(image, mask, mode, -0.5)
     with _tiers.tier("specialised"):
         got = ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu)
+        assert got.dtype == result_dtype(dtype)
         assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
         # the same sums in the same order as four outputs LX apart
         monkeypatch.setattr(_conv_geometry, "GPU_VEC4_MAX", 0)
@@ -657,14 +671,39 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
                                          # rows of whole 16-byte vectors, several groups wide
                                          (2.0, (37, 520)), (3.0, (20, 260, 2))], ids=str)
 def test_gpu_fused_gaussian(as_gpu, rng, mode, sigma, shape):
+    fused_gaussian_case(as_gpu, rng, mode, sigma, shape, np.float32)
+
+
+# images of other types: read four at a time (summed in float), or one (summed in double;
+# wide integers then give float32 results); wide integers summed in float where the device
+# hides its fp64
+@pytest.mark.parametrize("mode", ["reflect", "constant"])
+@pytest.mark.parametrize("sigma,shape,dtype,fp64", [(2.0, (30, 264), np.uint8, True),
+                                                    (3.0, (25, 67, 3), np.uint16, True),
+                                                    (2.0, (28, 132), np.int8, True),
+                                                    (2.0, (26, 140), np.float64, True),
+                                                    (3.0, (21, 50, 2), np.float64, True),
+                                                    (2.0, (24, 136), np.int32, True),
+                                                    (2.0, (22, 70, 2), np.uint64, True),
+                                                    (2.0, (24, 136), np.int64, False)], ids=str)
+def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, mode, sigma, shape, dtype, fp64):
+    if dtype == np.float64 or (fp64 and dtype in WIDE_INTEGERS):
+        need_fp64(as_gpu)
+    with reporting(as_gpu, fp64=fp64 and as_gpu.fp64):
+        fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype)
+
+
+def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype):
     from clkit.kernels._filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
-    image = rng.standard_normal(shape).astype(np.float32)
+    image = random_image(rng, shape, dtype)
     filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
     geometry = filt._program(as_gpu)[1]
-    assert geometry.variant == "fused" and geometry.defines["VEC4"] == 1
+    assert geometry.variant == "fused"
+    assert geometry.defines["VEC4"] == summed_in_float(as_gpu, dtype)
     got = ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu)
+    assert got.dtype == result_dtype(dtype)
     expected, scale = gaussian_reference(image, sigma, mode, -0.75)
     taps = 2 * int(4.0 * sigma + 0.5) + 1
     assert_close_scaled(got, expected, scale, ulps=filter_ulps(2 * taps), what="gaussian_blur")
@@ -772,6 +811,7 @@ def test_gpu_two_passes_keep_their_factors_in_constant_memory(as_gpu, monkeypatc
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
     from clkit.kernels import _conv_geometry
     monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
+    monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE4", (8, 32, 8))
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 144 rows of 32 floats
         assert _conv_geometry.fused(as_gpu, 25, 1, 4).py == 16  # the tallest it takes
