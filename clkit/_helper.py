@@ -8,7 +8,9 @@ the background thread hands each build to one helper process, which builds
 the program and launches it once; the driver's disk caches (clkit's binaries,
 PoCL's generated code) then make the same build and launch in this process
 take milliseconds.  The helper runs at idle priority, one build at a time,
-and ends when this process closes its pipe.
+and ends when this process closes its pipe.  A process that ends while the
+helper builds does not wait for it: the helper puts that build in the disk
+cache and ends, its pipe closed by the end of this process.
 
 A build goes to the helper when the device is a CPU (not the simulator), the
 disk cache is on, and what builds and launches it pickles (a library
@@ -98,7 +100,23 @@ def close() -> None:
             _stop(process)
 
 
-atexit.register(close)
+def at_work() -> bool:
+    """Whether a job is being handed to the helper or run there."""
+    return _lock.locked()
+
+
+def _at_exit() -> None:
+    """End an idle helper; leave one at work to finish (see the module's docstring)."""
+    if _lock.acquire(blocking=False):
+        try:
+            process = _state["process"]
+            if process is not None:
+                _stop(process)
+        finally:
+            _lock.release()
+
+
+atexit.register(_at_exit)
 
 
 def _spawned():
@@ -110,8 +128,12 @@ def _spawned():
         _stop(process)
     env = dict(os.environ, CLKIT_BACKGROUND_BUILDS="0")
     try:
+        # Not this process's stderr: a helper that outlives it would hold its pipe open (what
+        # reads this process's output to the end, a shell's pipe or a test, would wait for it).
+        # A build's errors come back in the answer; a crash shows as an answer that never came.
         process = subprocess.Popen([sys.executable, "-c", _MAIN], env=env,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
     except OSError:
         _state["failed"] = True
         return None
@@ -137,6 +159,7 @@ def _answer(process) -> bytes | None:
     """The helper's next message; None if it ends first or takes over TIMEOUT (it is
     stopped then)."""
     timer = threading.Timer(TIMEOUT, process.kill)
+    timer.daemon = True  # a process that ends does not wait for the helper's answer
     timer.start()
     try:
         return _receive(process.stdout)
@@ -192,7 +215,7 @@ def _receive(pipe):
 def main() -> None:
     """The helper's loop: read a job, run it, answer ``("ok", seconds)`` or ``("error", text)``."""
     lower_priority()
-    # The protocol keeps stdout's descriptor; what drivers print there goes to stderr.
+    # The protocol keeps stdout's descriptor; what drivers print there goes to stderr (nowhere).
     inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     _send(out, b"ready")
@@ -207,4 +230,7 @@ def main() -> None:
             reply = ("ok", time.perf_counter() - start)
         except Exception as exc:  # noqa: BLE001 - reported to the caller, who builds itself
             reply = ("error", f"{type(exc).__name__}: {exc}")
-        _send(out, pickle.dumps(reply))
+        try:
+            _send(out, pickle.dumps(reply))
+        except OSError:  # the process that asked has ended; the build is in the disk cache
+            return

@@ -378,7 +378,8 @@ class _Builder:
             return self._cv.wait_for(lambda: not self._pending and not self._busy, timeout)
 
     def close(self) -> None:
-        """At exit: drop what waits and let the build under way finish (it is cached)."""
+        """At exit: drop what waits and let the build under way finish (it is cached), here or,
+        without waiting for it, in the helper process."""
         with self._cv:
             self._closed = True
             for key in self._pending:
@@ -386,7 +387,8 @@ class _Builder:
             self._pending.clear()
             self._cv.notify_all()
             thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None and thread is not threading.current_thread() \
+                and not _helper.at_work():
             thread.join()
 
 

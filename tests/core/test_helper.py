@@ -90,6 +90,44 @@ def test_a_new_cache_folder_gets_a_new_helper(helper, monkeypatch, tmp_path):
     assert helper._state["process"] is not first and first.wait(10) == 0
 
 
+EXIT_WHILE_BUILDING = textwrap.dedent("""
+    import functools, subprocess, sys, time, types
+    from clkit import _helper, _tiers
+    # a background build that takes 20 s in the helper and then leaves a file, as a build
+    # leaves its binary in the disk cache
+    job = functools.partial(subprocess.run, ["sh", "-c", f"sleep 20; touch {sys.argv[1]}"])
+    device = types.SimpleNamespace(type="cpu", simulator=False)
+    program = types.SimpleNamespace(build=lambda device: None)
+    with _tiers._lock:
+        variant = _tiers._variants["a slow build"] = _tiers._Variant()
+        variant.job, variant.state = (program, device, job, None), "queued"
+        _tiers._builder.submit("a slow build")
+    while not _helper.at_work():
+        time.sleep(0.01)
+    time.sleep(1)
+    print(_helper._state["process"].pid, flush=True)
+""")
+
+
+def test_a_process_that_ends_leaves_the_helper_to_finish_its_build(tmp_path):
+    marker = tmp_path / "built"
+    env = dict(os.environ, CLKIT_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("CLKIT_BACKGROUND_BUILDS", None)
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", EXIT_WHILE_BUILDING, str(marker)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    ended = time.perf_counter() - start
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert ended < 15, f"the process waited for its helper's build: {ended:.1f} s"
+    assert not marker.exists()
+    pid = int(out.stdout.split()[-1])
+    for _ in range(600):  # the helper finishes the build, then ends
+        if marker.exists() and not os.path.exists(f"/proc/{pid}"):
+            break
+        time.sleep(0.1)
+    assert marker.exists() and not os.path.exists(f"/proc/{pid}")
+
+
 COLD_START = textwrap.dedent("""
     import json, sys
     import numpy as np
