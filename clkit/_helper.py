@@ -92,12 +92,17 @@ def builds() -> int:
     return _state["builds"]
 
 
-def close() -> None:
-    """End the helper (after the build under way: its results are cached)."""
-    with _lock:
+def close(wait: bool = True) -> None:
+    """End the helper (after the build under way: its results are cached); ``wait=False``, at
+    exit, leaves a helper at work to finish (see the module's docstring)."""
+    if not _lock.acquire(blocking=wait):
+        return
+    try:
         process = _state["process"]
         if process is not None:
             _stop(process)
+    finally:
+        _lock.release()
 
 
 def at_work() -> bool:
@@ -105,18 +110,7 @@ def at_work() -> bool:
     return _lock.locked()
 
 
-def _at_exit() -> None:
-    """End an idle helper; leave one at work to finish (see the module's docstring)."""
-    if _lock.acquire(blocking=False):
-        try:
-            process = _state["process"]
-            if process is not None:
-                _stop(process)
-        finally:
-            _lock.release()
-
-
-atexit.register(_at_exit)
+atexit.register(close, wait=False)
 
 
 def _spawned():
