@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -46,11 +47,18 @@ def test_a_known_sequence_gives_exactly_its_events(device, rng):
     with _tiers.tier("specialised"):
         gaussian_blur(image, 2.0, device=device), twice(x.copy(), device=device)
         vector_add(x, x, device=device)
+        wall_clock = time.time_ns() - time.perf_counter_ns()
         with clkit.trace() as t:
             blurred = gaussian_blur(image, 2.0, device=device)
             doubled = x.copy()
             twice(doubled, device=device)
             total = vector_add(x, x, device=device)
+        # Oclgrind times commands with the wall clock (gettimeofday), which clkit maps onto the
+        # host's monotonic one: time synchronisation that steps or slews the wall clock during
+        # the block moves the simulator's times by as much (seen once in a test run; a step of 3 ms
+        # maps the first commands 1.1 ms early).
+        stepped_ms = abs(time.time_ns() - time.perf_counter_ns() - wall_clock) / 1e6 \
+            if device.simulator else 0.0
     np.testing.assert_allclose(blurred, ndimage.gaussian_filter(image, 2.0), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(doubled, 2 * x)
     np.testing.assert_array_equal(total, x + x)
@@ -81,17 +89,19 @@ def test_a_known_sequence_gives_exactly_its_events(device, rng):
                and e["end_ms"] == e["start_ms"] for e in timed), timed
     # Inside the block. The device's clock is mapped with the latest offset its enqueues allow,
     # so a time is never early and at most the bracket's width late (wider on a loaded host).
-    late_ms = t._tracks[1].spread[device] / 1e6 + 0.002
-    assert all(-0.002 <= e["start_ms"] and e["end_ms"] <= t.wall_ns / 1e6 + late_ms
-               for e in timed), (timed, t.wall_ns, late_ms)
+    early_ms = 0.002 + stepped_ms
+    late_ms = t._tracks[1].spread[device] / 1e6 + early_ms
+    assert all(-early_ms <= e["start_ms"] and e["end_ms"] <= t.wall_ns / 1e6 + late_ms
+               for e in timed), (timed, t.wall_ns, late_ms, stepped_ms)
     for queue in {e["queue"] for e in timed}:
         on_queue = sorted((e for e in timed if e["queue"] == queue), key=lambda e: e["start_ms"])
         for a, b in zip(on_queue, on_queue[1:]):
-            assert a["end_ms"] <= b["start_ms"] + 1e-6, (a, b)  # one in-order queue
-    assert sum(e["end_ms"] - e["start_ms"] for e in timed) <= t.wall_ns / 1e6
+            assert a["end_ms"] <= b["start_ms"] + 1e-6 + stepped_ms, (a, b)  # in-order queue
+    assert sum(e["end_ms"] - e["start_ms"] for e in timed) <= t.wall_ns / 1e6 + stepped_ms
     # Events are listed in the order enqueued, which on one queue is the order they ran.
     queue0 = [e for e in timed if e["queue"] == 0]
-    assert queue0 == sorted(queue0, key=lambda e: e["start_ms"])
+    assert all(a["start_ms"] <= b["start_ms"] + stepped_ms for a, b in zip(queue0, queue0[1:])), \
+        queue0
 
 
 def test_staged_copies_give_one_event_per_chunk(device, rng):
