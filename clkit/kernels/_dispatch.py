@@ -281,6 +281,13 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
     return dst
 
 
+def _upload(rt: Runtime, host: np.ndarray, queue, align: int):
+    """A numpy input's rows on the device: used in place where the device shares the host's
+    memory, else copied into a pooled buffer (see :func:`_memory.band`)."""
+    out = None if rt.device.unified_memory else _memory.empty(rt, host.shape, host.dtype, queue)
+    return _transfer.upload(rt, host, queue, out=out, align=align)
+
+
 def _take(host: np.ndarray, rows):
     if isinstance(rows, tuple):
         lo, hi = rows
@@ -330,12 +337,13 @@ def _bands_of(op: Operation, devices, multi, row_bytes, halo_row, band, whole_by
 def _run_in_bands(op: Operation, hosts, result, devices, multi):
     def band(rt, queue, r0, r1):
         rows, launch = _plan(op, rt, r0, r1)
-        # srcs may wrap host memory (no copy): they live until the band is home
-        srcs = [_transfer.upload(rt, _take(x, rows), queue, align=op.align) for x in hosts]
-        part = result[r0:r1]
-        dst = _memory.device_output(rt, part, part.shape, op.dtype, queue, align=op.align)
-        launch(queue, srcs, dst)
-        _transfer.download(rt, dst, part)
+        with _memory.band(queue):
+            # srcs may wrap host memory (no copy): they live until the band is home
+            srcs = [_upload(rt, _take(x, rows), queue, op.align) for x in hosts]
+            part = result[r0:r1]
+            dst = _memory.device_output(rt, part, part.shape, op.dtype, queue, align=op.align)
+            launch(queue, srcs, dst)
+            _transfer.download(rt, dst, part)
 
     row_bytes, halo_row = _sizes(op, hosts, result[:1].nbytes)
     whole = [x.nbytes for x in hosts] + [result.nbytes, op.scratch_row_bytes * op.shape[0]]
@@ -349,8 +357,9 @@ def _run_gathering(op: Operation, hosts, devices, multi) -> tuple:
 
     def band(rt, queue, r0, r1):
         rows, launch = _plan(op, rt, r0, r1)
-        srcs = [_transfer.upload(rt, _take(x, rows), queue, align=op.align) for x in hosts]
-        pieces[r0] = tuple(_transfer.download(rt, r) for r in launch(queue, srcs, None))
+        with _memory.band(queue):
+            srcs = [_upload(rt, _take(x, rows), queue, op.align) for x in hosts]
+            pieces[r0] = tuple(_transfer.download(rt, r) for r in launch(queue, srcs, None))
 
     row_bytes, halo_row = _sizes(op, hosts, op.result_row_bytes)
     whole = [x.nbytes for x in hosts] + [op.result_row_bytes * op.shape[0]]
@@ -371,7 +380,7 @@ def run_rows(op: Operation, rows_data: list, r0: int, r1: int, device) -> np.nda
     part = aligned_empty((r1 - r0,) + tuple(op.shape[1:]), op.dtype)
     if part.size:
         _, launch = _plan(op, rt, r0, r1)
-        srcs = [_transfer.upload(rt, x, align=op.align) for x in rows_data]
+        srcs = [_upload(rt, x, rt.queue, op.align) for x in rows_data]
         dst = _memory.device_output(rt, part, part.shape, op.dtype, align=op.align)
         launch(rt.queue, srcs, dst)
         _transfer.download(rt, dst, part)

@@ -1,21 +1,27 @@
-"""Device memory of the library: a pool per device, and buffers over numpy memory.
+"""Device memory of the library: pools per device, and buffers over numpy memory.
 
 Temporaries (the intermediate of a two-pass filter, a result staged on the
-device) and the results of calls without ``out=`` come from one
-:class:`pyopencl.tools.MemoryPool` per device, which keeps freed buffers for
-the next call instead of asking the driver each time.  Buffers go back to
-the pool when the last array using them is dropped; since every library
-launch on a device goes through its runtime's in-order queue, a buffer
-handed out again is only written after the work that used it before.
+device, an uploaded input) and the results of calls without ``out=`` come
+from a :class:`pyopencl.tools.MemoryPool`, which keeps freed buffers for the
+next call instead of asking the driver each time (a GPU driver's free can
+wait for the whole device, which would stall the other queues' copies and
+kernels).  Buffers go back to their pool when the last array using them is
+dropped, and a pool serves one in-order queue, so a buffer handed out again
+is only written after the work that used it before: the runtime's own queue
+has one, and so does each other queue (a lane of :func:`clkit.map`, a
+call's tiles) for the buffers that live only inside one numpy call's band
+(:func:`band`).
 
 Held memory (freed, kept for reuse) shows as in use to tools such as
-nvidia-smi.  A pool holds at most ``1 / POOL_SHARE`` of its device's memory
-that way: past that, the next allocation first gives the held buffers back
-to the driver.  :func:`release_memory` gives them back at once.
+nvidia-smi.  A device's pools together hold at most ``1 / POOL_SHARE`` of
+its memory that way: past that, the next allocation first gives the held
+buffers back to the driver.  :func:`release_memory` gives them back at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import threading
 
@@ -32,25 +38,49 @@ from .._transfer import OUTPUT_ALIGN
 
 POOL_SHARE = 8
 
-_pools: dict = {}  # Runtime -> MemoryPool
+_pools: dict = {}  # Runtime -> {id(queue): (queue, MemoryPool)}
 _lock = threading.Lock()
+# The queue whose work, in this context, runs one numpy call's band whole: buffers for it
+# live only inside the band, so they may come from that queue's own pool.
+_band_queue: contextvars.ContextVar = contextvars.ContextVar("clkit_band_queue", default=None)
 
 
-def pool(rt: Runtime) -> cl_tools.MemoryPool:
-    """The memory pool of a runtime (made on first use), for its own queue."""
-    found = _pools.get(rt)
+@contextlib.contextmanager
+def band(queue):
+    """Within: scratch buffers for ``queue`` come from its pool (they must not outlive the
+    block, which ends with the queue's work on them finished, as a numpy band's does)."""
+    token = _band_queue.set(queue)
+    try:
+        yield
+    finally:
+        _band_queue.reset(token)
+
+
+def pool(rt: Runtime, queue=None) -> cl_tools.MemoryPool:
+    """The memory pool of one of a runtime's queues (its own by default), made on first use."""
+    queue = queue or rt.own_queue
+    found = _pools.get(rt, {}).get(id(queue))
     if found is None:
         with _lock:
-            found = _pools.setdefault(
-                rt, cl_tools.MemoryPool(cl_tools.ImmediateAllocator(rt.own_queue)))
-    return found
+            found = _pools.setdefault(rt, {}).setdefault(
+                id(queue), (queue, cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))))
+    return found[1]
 
 
-def pooled(rt: Runtime, nbytes: int):
-    """A buffer of ``nbytes`` from the runtime's pool, for work on the runtime's queue."""
-    p = _pools.get(rt) or pool(rt)
-    if p.managed_bytes - p.active_bytes > rt.device.global_mem // POOL_SHARE:
-        p.free_held()
+def pooled(rt: Runtime, nbytes: int, queue=None):
+    """A buffer of ``nbytes`` from the pool of ``queue`` (the runtime's own by default), for
+    work on that queue."""
+    found = _pools.get(rt, {}).get(id(queue or rt.own_queue))
+    p = found[1] if found else pool(rt, queue)
+    pools = _pools[rt]
+    if len(pools) == 1:
+        held = p.managed_bytes - p.active_bytes
+    else:
+        pools = [each for _, each in list(pools.values())]
+        held = sum(each.managed_bytes - each.active_bytes for each in pools)
+    if held > rt.device.global_mem // POOL_SHARE:
+        for each in [p] if len(pools) == 1 else pools:
+            each.free_held()
     check_alloc(rt, nbytes, "a library result")
     return p.allocate(max(1, nbytes))
 
@@ -62,8 +92,10 @@ def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
     reads: the kernels read only elements written earlier in the same call,
     never what an earlier call left there (keep it so for any scratch memory,
     pooled or reused).  Another queue (a tile's, a lane of :func:`clkit.map`)
-    gets a buffer of its own: a pooled one could be handed to work on the
-    runtime's queue while that queue's work still uses it.
+    gets a buffer of that queue's pool inside a numpy band (:func:`band`),
+    else one of its own: the array may leave the call (a device-array result
+    of a lane), and a pooled buffer dropped while another queue's work still
+    reads it could be handed out again.
 
     On the Oclgrind simulator the buffer is new and starts as NaN (a
     floating ``dtype``), copied from the host.  Oclgrind 21.10's
@@ -82,8 +114,8 @@ def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
                        dtype)
         return cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=host)
-    if queue is rt.own_queue:
-        return pooled(rt, nbytes)
+    if queue is rt.own_queue or queue is _band_queue.get():
+        return pooled(rt, nbytes, queue)
     check_alloc(rt, nbytes, "a library result")
     return cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, max(1, nbytes))
 
@@ -98,9 +130,10 @@ def empty(rt: Runtime, shape, dtype, queue=None) -> cl_array.Array:
 def release_memory(device=None) -> int:
     """Give the device memory that the library keeps for reuse back to the driver.
 
-    The library keeps freed temporaries and results in a pool per device
-    (at most an eighth of the device's memory), so that repeated calls do
-    not allocate; tools that show a device's memory count them as used.
+    The library keeps freed temporaries and results in pools per device
+    (together at most an eighth of the device's memory), so that repeated
+    calls do not allocate; tools that show a device's memory count them as
+    used.
 
     Parameters
     ----------
@@ -120,10 +153,11 @@ def release_memory(device=None) -> int:
     """
     chosen = None if device is None else select(device)
     freed = 0
-    for rt, p in list(_pools.items()):
+    for rt, pools in list(_pools.items()):
         if chosen is None or rt.device == chosen:
-            freed += p.managed_bytes - p.active_bytes
-            p.free_held()
+            for _, p in list(pools.values()):
+                freed += p.managed_bytes - p.active_bytes
+                p.free_held()
     return freed
 
 
@@ -131,8 +165,9 @@ def forget() -> None:
     """Drop every pool and constant (their runtimes are being replaced)."""
     with _lock:
         _constants.clear()
-        for p in _pools.values():
-            p.free_held()
+        for pools in _pools.values():
+            for _, p in pools.values():
+                p.free_held()
         _pools.clear()
 
 

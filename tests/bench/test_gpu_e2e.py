@@ -26,3 +26,18 @@ def test_gpu_e2e_writes_every_figure(device, tmp_path):
     assert all(r["kernel_ms"] > 0 for r in res["filters"]["rows"])
     assert all(res["fresh_uploads"][k] > 0 for k in ("pageable", "host_ptr", "staged"))
     assert "link limit" in (tmp_path / "gpu_e2e.txt").read_text()
+
+
+def test_lane_buffers_compares_both_sides(device, tmp_path):
+    if device.simulator:
+        pytest.skip("a benchmark on the simulator measures nothing")
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "lane_buffers.py"), str(tmp_path),
+                    "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2",
+                    "--rounds", "1"], check=True, capture_output=True, text=True, timeout=300)
+    res = json.loads((tmp_path / "lane_buffers.json").read_text())
+    assert res["device"] == str(device)
+    assert sorted((r["buffers"], r["case"]) for r in res["batch"]) == [
+        (side, case) for side in ("new", "pooled")
+        for case in ("convolve 5x5 float32", "grayscale uint8")]
+    assert len(res["one"]) == 2 * 4 * 2  # two sides, four tilings, two cases
+    assert all(r["pinned_ms"] > 0 and r["numpy_ms"] > 0 for r in res["batch"] + res["one"])

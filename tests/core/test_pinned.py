@@ -164,3 +164,21 @@ def test_results_beyond_the_pool_are_ordinary_memory(discrete, rng, monkeypatch)
     assert staged["download"] == 2
     for r in results:
         np.testing.assert_array_equal(r, a + a)
+
+
+def test_pinned_copies_keep_their_place_in_the_queue(discrete, rng):
+    """DMA of pinned memory, on the device's copy queues, waits for the work queued before it
+    (a kernel still reading a pooled buffer the upload is about to fill) and holds back the
+    work queued after it (the kernel reading what it uploads)."""
+    device, _ = discrete
+    base = clkit.to_device(rng.random((1024, 2048), dtype=np.float32), device=device)
+    pairs = [[clkit.pinned_like(rng.random(base.shape, dtype=np.float32), device=device)
+              for _ in range(2)] for _ in range(3)]
+    for a, b in pairs:
+        doubled = ck.vector_add(base, base, device=device)  # a pooled result
+        blurred = ck.gaussian_blur(doubled, 6.0, device=device)  # queued, reading it
+        del doubled  # its memory back to the pool while the blur may still read it
+        sums = ck.vector_add(a, b, device=device)  # uploads into pooled memory
+        np.testing.assert_array_equal(sums, np.asarray(a) + np.asarray(b))
+        expected = ck.gaussian_blur(np.asarray(base.get()) * 2, 6.0, device=device)
+        np.testing.assert_allclose(blurred.get(), expected, rtol=0, atol=1e-5)

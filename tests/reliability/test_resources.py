@@ -157,7 +157,7 @@ def test_ten_thousand_library_calls_with_fresh_results_stay_flat(device, live_bu
 
     def device_bytes():
         gc.collect()
-        pools = sum(p.managed_bytes for p in _memory._pools.values())
+        pools = sum(p.managed_bytes for each in _memory._pools.values() for _, p in each.values())
         return pools + sum(b.size for b in list(live_buffers))
 
     total = launches_for(device, 10_000, 600)
