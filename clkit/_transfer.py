@@ -25,7 +25,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import _trace
-from ._array import _size, check_alloc
+from ._array import _size, check_alloc, wrap
 from ._pinned import pinned_context
 from ._runtime import driver_error
 
@@ -225,7 +225,7 @@ def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALI
                 host = copy
             flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
             buf = cl.Buffer(rt.context, flags, hostbuf=host)
-            out = cl_array.Array(queue, host.shape, host.dtype, data=buf)
+            out = wrap(queue, host.shape, host.dtype, buf)
             out.host_ref = host  # the buffer's memory
             return out
         out = cl_array.empty(queue, host.shape, host.dtype)

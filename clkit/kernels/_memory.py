@@ -31,7 +31,7 @@ import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
 from .. import _transfer
-from .._array import check_alloc
+from .._array import check_alloc, wrap
 from .._devices import select
 from .._runtime import Runtime, runtime_of_array
 from .._transfer import OUTPUT_ALIGN
@@ -123,8 +123,9 @@ def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
 def empty(rt: Runtime, shape, dtype, queue=None) -> cl_array.Array:
     """An uninitialised device array on a :func:`scratch` buffer."""
     dtype = np.dtype(dtype)
-    nbytes = (shape if isinstance(shape, int) else math.prod(shape)) * dtype.itemsize
-    return cl_array.Array(queue or rt.queue, shape, dtype, data=scratch(rt, nbytes, queue, dtype))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    buffer = scratch(rt, math.prod(shape) * dtype.itemsize, queue, dtype)
+    return wrap(queue or rt.queue, shape, dtype, buffer)
 
 
 def release_memory(device=None) -> int:
@@ -185,7 +186,7 @@ def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None
         check_alloc(rt, host.nbytes, "a library result")
         flags = cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR
         buf = cl.Buffer(rt.context, flags, hostbuf=host)
-        arr = cl_array.Array(queue or rt.queue, shape, dtype, data=buf)
+        arr = wrap(queue or rt.queue, tuple(shape), np.dtype(dtype), buf)
         arr.host_ref = host
         return arr
     return empty(rt, shape, dtype, queue)

@@ -101,3 +101,25 @@ def test_a_large_numpy_call_overlaps_its_tiles_on_a_gpu(discrete, rng, monkeypat
     assert_close_scaled(ck.convolve(small, mask, device=device), expected, scale,
                         ulps=filter_ulps(25), what="convolve")
     assert staged == {"upload": 8, "download": 8}
+
+
+@pytest.mark.parametrize("shape, dtype", [((), np.float32), ((7,), np.uint8), ((3, 5), np.int64),
+                                          ((4, 0, 3), np.float32), ((2, 3, 4), np.uint16)])
+def test_a_wrapped_buffer_is_the_array_pyopencl_makes(device, shape, dtype):
+    """The library's quick wrapping of a buffer as a device array (numpy memory used in place,
+    pooled memory) makes what pyopencl's own constructor makes."""
+    from clkit._array import wrap
+    rt = clkit.runtime(device)
+    dtype = np.dtype(dtype)
+    buf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE,
+                    max(1, int(np.prod(shape)) * dtype.itemsize))
+    got = wrap(rt.queue, shape, dtype, buf)
+    want = cl.array.Array(rt.queue, shape, dtype, data=buf)
+    for name in ("shape", "strides", "dtype", "size", "nbytes", "offset", "ndim"):
+        assert getattr(got, name) == getattr(want, name), name
+    assert got.base_data is buf and got.queue is rt.queue and got.context == rt.context
+    assert got.flags.c_contiguous and got.flags.forc == want.flags.forc
+    if got.size:
+        values = np.arange(got.size).astype(dtype).reshape(shape)
+        got.set(values)
+        np.testing.assert_array_equal(want.get(), values)
