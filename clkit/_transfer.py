@@ -257,10 +257,11 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
     queue = arr.queue
     if getattr(arr, "host_ref", None) is host:
         t0 = _trace.active and _trace.clock()
+        # mapped and unmapped in the queue's order, one wait for both (the memory is host's)
         mapped, event = cl.enqueue_map_buffer(queue, arr.base_data, cl.map_flags.READ, 0,
-                                              (arr.nbytes,), np.uint8)
+                                              (arr.nbytes,), np.uint8, is_blocking=False)
         if t0:
-            _trace.transfer(t0, "d2h", event, queue, None, True, "d2h (map)")  # no copy
+            _trace.transfer(t0, "d2h", event, queue, None, False, "d2h (map)")  # no copy
         mapped.base.release(queue)
         queue.finish()
         return host
