@@ -70,16 +70,12 @@ def pool(rt: Runtime, queue=None) -> cl_tools.MemoryPool:
 def pooled(rt: Runtime, nbytes: int, queue=None):
     """A buffer of ``nbytes`` from the pool of ``queue`` (the runtime's own by default), for
     work on that queue."""
-    found = _pools.get(rt, {}).get(id(queue or rt.own_queue))
-    p = found[1] if found else pool(rt, queue)
-    pools = _pools[rt]
-    if len(pools) == 1:
-        held = p.managed_bytes - p.active_bytes
-    else:
-        pools = [each for _, each in list(pools.values())]
-        held = sum(each.managed_bytes - each.active_bytes for each in pools)
+    p = pool(rt, queue)
+    pools = _pools[rt]  # every queue's pool of the device counts
+    held = (p.managed_bytes - p.active_bytes if len(pools) == 1 else
+            sum(each.managed_bytes - each.active_bytes for _, each in list(pools.values())))
     if held > rt.device.global_mem // POOL_SHARE:
-        for each in [p] if len(pools) == 1 else pools:
+        for _, each in list(pools.values()):
             each.free_held()
     check_alloc(rt, nbytes, "a library result")
     return p.allocate(max(1, nbytes))

@@ -29,3 +29,30 @@ def test_a_dropped_constant_is_still_read_right_by_queued_work(device):
         gate.set_status(cl.command_execution_status.COMPLETE)
     np.testing.assert_array_equal(out.get(), 2 * host)
     assert all((r == -1).all() for r in reused)
+
+
+def _held(rt):
+    return sum(p.managed_bytes - p.active_bytes for _, p in _memory._pools.get(rt, {}).values())
+
+
+def test_lanes_keep_pools_of_their_own_within_the_device_bound(discrete, rng, monkeypatch):
+    """A batch's lanes take their buffers from pools of their own queues, whose memory counts
+    toward the device's bound and which release_memory empties with the rest."""
+    device, _ = discrete
+    rt = clkit.runtime(device)
+    images = [rng.random((256, 512), dtype=np.float32) for _ in range(12)]
+    mask = rng.random((3, 3)).astype(np.float32)
+    want = [ck.convolve(x, mask, device=device) for x in images]
+    for got, expected in zip(clkit.map(ck.convolve, images, mask, device=device), want):
+        np.testing.assert_array_equal(got, expected)
+    assert len(_memory._pools[rt]) > 1  # the lanes' queues have pools of their own
+    held = _held(rt)
+    assert held > 0 and ck.release_memory(device) >= held and _held(rt) == 0
+
+    # no share at all: every allocation first gives back what the device's pools hold, so
+    # what stays is what the lanes' last calls dropped (an image and its result each)
+    monkeypatch.setattr(_memory, "POOL_SHARE", 2 * device.global_mem)
+    for got, expected in zip(clkit.map(ck.convolve, images, mask, device=device), want):
+        np.testing.assert_array_equal(got, expected)
+    lanes = len(_memory._pools[rt]) - 1
+    assert _held(rt) <= lanes * 2 * images[0].nbytes
