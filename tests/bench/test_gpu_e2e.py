@@ -41,3 +41,16 @@ def test_lane_buffers_compares_both_sides(device, tmp_path):
         for case in ("convolve 5x5 float32", "grayscale uint8")]
     assert len(res["one"]) == 2 * 4 * 2  # two sides, four tilings, two cases
     assert all(r["pinned_ms"] > 0 and r["numpy_ms"] > 0 for r in res["batch"] + res["one"])
+
+
+def test_lanes_measures_every_lane_count(device, tmp_path):
+    if device.simulator:
+        pytest.skip("a benchmark on the simulator measures nothing")
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "lanes.py"), str(tmp_path),
+                    "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2"],
+                   check=True, capture_output=True, text=True, timeout=300)
+    res = json.loads((tmp_path / "lanes.json").read_text())
+    assert res["device"] == str(device)
+    # each lane count twice (in turn, then in reverse), both cases each time
+    assert sorted(r["lanes"] for r in res["rows"]) == sorted([2, 3, 4, 6] * 4)
+    assert all(r["pinned_ms"] > 0 and r["numpy_ms"] > 0 for r in res["rows"])
