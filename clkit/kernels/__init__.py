@@ -8,8 +8,8 @@ kernels are the ``.cl`` files of ``kernels_cl/``, one per function.
 
 Every function describes its work to one dispatch layer (``_dispatch``),
 which picks the devices, moves the data and keeps what a repeated call can
-reuse; temporaries and results come from a memory pool per device
-(:func:`release_memory` empties it).
+reuse; temporaries and results come from memory pools, together at most an
+eighth of each device's memory unused (:func:`release_memory` empties them).
 """
 
 from ._convolve import convolve, gaussian_blur
