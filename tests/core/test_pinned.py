@@ -167,9 +167,9 @@ def test_results_beyond_the_pool_are_ordinary_memory(discrete, rng, monkeypatch)
 
 
 def test_pinned_copies_keep_their_place_in_the_queue(discrete, rng):
-    """DMA of pinned memory, on the device's copy queues, waits for the work queued before it
-    (a kernel still reading a pooled buffer the upload is about to fill) and holds back the
-    work queued after it (the kernel reading what it uploads)."""
+    """A pinned upload into pooled memory waits for the work queued before it (a kernel still
+    reading the buffer the upload is about to fill) and holds back the work queued after it
+    (the kernel reading what it uploads)."""
     device, _ = discrete
     base = clkit.to_device(rng.random((1024, 2048), dtype=np.float32), device=device)
     pairs = [[clkit.pinned_like(rng.random(base.shape, dtype=np.float32), device=device)
