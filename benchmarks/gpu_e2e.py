@@ -308,18 +308,29 @@ def table(res) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc: str, repeat: int) -> argparse.ArgumentParser:
+    """The options of this script and of those built on it (OUTDIR, device, size, batch,
+    repeat); ``doc`` is the script's docstring."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("outdir")
     parser.add_argument("--device", default=None, help="a device spec (default: the first GPU)")
     parser.add_argument("--size", default="7680x4320", help="image WxH (default 7680x4320)")
     parser.add_argument("--batch", type=int, default=32, help="images per batch (default 32)")
-    parser.add_argument("--repeat", type=int, default=10, help="timed runs per figure")
-    args = parser.parse_args(argv)
+    parser.add_argument("--repeat", type=int, default=repeat, help="timed runs per figure")
+    return parser
+
+
+def chosen(args):
+    """(device, its runtime, width, height) of parsed :func:`arguments`."""
     width, height = (int(v) for v in args.size.lower().split("x"))
     spec = args.device if args.device else ("gpu" if clkit.devices("gpu") else None)
     dev = clkit.select(spec)
-    rt = clkit.runtime(dev)
+    return dev, clkit.runtime(dev), width, height
+
+
+def main(argv=None):
+    args = arguments(__doc__, repeat=10).parse_args(argv)
+    dev, rt, width, height = chosen(args)
     if cv2 is not None:
         cv2.setNumThreads(os.cpu_count() or 1)
     rng = np.random.default_rng(0)

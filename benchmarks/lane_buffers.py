@@ -24,7 +24,6 @@ Writes OUTDIR/lane_buffers.json and prints one line per figure.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -32,7 +31,6 @@ import sys
 
 import numpy as np
 
-import clkit
 from clkit import _transfer
 from clkit.kernels import _bands, _dispatch, _memory
 import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
@@ -50,18 +48,10 @@ def use(side) -> None:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir")
-    parser.add_argument("--device", default=None, help="a device spec (default: the first GPU)")
-    parser.add_argument("--size", default="7680x4320", help="image WxH (default 7680x4320)")
-    parser.add_argument("--batch", type=int, default=32, help="images per batch (default 32)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per figure")
+    parser = gpu_e2e.arguments(__doc__, repeat=5)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the batch comparison")
     args = parser.parse_args(argv)
-    width, height = (int(v) for v in args.size.lower().split("x"))
-    spec = args.device if args.device else ("gpu" if clkit.devices("gpu") else None)
-    dev = clkit.select(spec)
-    rt = clkit.runtime(dev)
+    dev, rt, width, height = gpu_e2e.chosen(args)
     link = gpu_e2e.link(rt, height * width * 4, args.repeat)
     print(f"{dev}; link {link['up_GBs']:.1f} GB/s up, {link['down_GBs']:.1f} down, "
           f"{link['both_up_GBs']:.1f} + {link['both_down_GBs']:.1f} both at once", flush=True)

@@ -12,13 +12,11 @@ first).  Writes OUTDIR/lanes.json and prints one line per figure.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 
 import numpy as np
 
-import clkit
 from clkit import _map
 import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
@@ -26,17 +24,8 @@ COUNTS = (2, 3, 4, 6)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir")
-    parser.add_argument("--device", default=None, help="a device spec (default: the first GPU)")
-    parser.add_argument("--size", default="7680x4320", help="image WxH (default 7680x4320)")
-    parser.add_argument("--batch", type=int, default=32, help="images per batch (default 32)")
-    parser.add_argument("--repeat", type=int, default=4, help="timed runs per figure")
-    args = parser.parse_args(argv)
-    width, height = (int(v) for v in args.size.lower().split("x"))
-    spec = args.device if args.device else ("gpu" if clkit.devices("gpu") else None)
-    dev = clkit.select(spec)
-    rt = clkit.runtime(dev)
+    args = gpu_e2e.arguments(__doc__, repeat=4).parse_args(argv)
+    dev, rt, width, height = gpu_e2e.chosen(args)
     link = gpu_e2e.link(rt, height * width * 4, args.repeat)
     print(f"{dev}; link both ways at once: {link['both_up_GBs']:.1f} GB/s up, "
           f"{link['both_down_GBs']:.1f} down", flush=True)

@@ -8,13 +8,18 @@ import pytest
 from _cli import REPO
 
 
-def test_gpu_e2e_writes_every_figure(device, tmp_path):
+def run_small(script, device, tmp_path, *more):
+    """``benchmarks/<script>.py`` on ``device`` at a small size; its JSON report."""
     if device.simulator:
         pytest.skip("a benchmark on the simulator measures nothing")
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_e2e.py"), str(tmp_path),
-                    "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2"],
-                   check=True, capture_output=True, text=True, timeout=300)
-    res = json.loads((tmp_path / "gpu_e2e.json").read_text())
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / f"{script}.py"), str(tmp_path),
+                    "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2",
+                    *more], check=True, capture_output=True, text=True, timeout=300)
+    return json.loads((tmp_path / f"{script}.json").read_text())
+
+
+def test_gpu_e2e_writes_every_figure(device, tmp_path):
+    res = run_small("gpu_e2e", device, tmp_path)
     assert res["device"] == str(device)
     assert [r["case"] for r in res["single"]] == ["grayscale uint8", "convolve 5x5 float32"]
     assert res["single"][0]["bytes_up"] == 96 * 64 * 3 and res["single"][0]["bytes_down"] == 96 * 64
@@ -29,12 +34,7 @@ def test_gpu_e2e_writes_every_figure(device, tmp_path):
 
 
 def test_lane_buffers_compares_both_sides(device, tmp_path):
-    if device.simulator:
-        pytest.skip("a benchmark on the simulator measures nothing")
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "lane_buffers.py"), str(tmp_path),
-                    "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2",
-                    "--rounds", "1"], check=True, capture_output=True, text=True, timeout=300)
-    res = json.loads((tmp_path / "lane_buffers.json").read_text())
+    res = run_small("lane_buffers", device, tmp_path, "--rounds", "1")
     assert res["device"] == str(device)
     assert sorted((r["buffers"], r["case"]) for r in res["batch"]) == [
         (side, case) for side in ("new", "pooled")
@@ -44,12 +44,7 @@ def test_lane_buffers_compares_both_sides(device, tmp_path):
 
 
 def test_lanes_measures_every_lane_count(device, tmp_path):
-    if device.simulator:
-        pytest.skip("a benchmark on the simulator measures nothing")
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "lanes.py"), str(tmp_path),
-                    "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2"],
-                   check=True, capture_output=True, text=True, timeout=300)
-    res = json.loads((tmp_path / "lanes.json").read_text())
+    res = run_small("lanes", device, tmp_path)
     assert res["device"] == str(device)
     # each lane count twice (in turn, then in reverse), both cases each time
     assert sorted(r["lanes"] for r in res["rows"]) == sorted([2, 3, 4, 6] * 4)
