@@ -6,9 +6,10 @@ On a device that shares memory with the host, a call with numpy arrays wraps
 them in ``USE_HOST_PTR`` buffers and maps the result.  This times, per call,
 with the same arrays in each round (medians):
 
-- plain pyopencl with the library's built ``grayscale`` kernel, two new
-  buffers over the arrays each call (what any caller taking numpy arrays
-  makes), the launch, a map and unmap of the result, one wait;
+- plain pyopencl with the kernel, scalar arguments and work sizes a library
+  call launches (recorded from one), two new buffers over the arrays each
+  call (what any caller taking numpy arrays makes), the launch, a map and
+  unmap of the result, one wait;
 - the same with two buffers made once and kept;
 - ``clkit.kernels.grayscale(rgb, out=gray)``.
 
@@ -24,9 +25,8 @@ import numpy as np
 import pyopencl as cl
 
 import clkit
-from clkit.kernels import _grayscale
 from clkit.kernels import grayscale
-from clkit.kernels._dispatch import program
+from library_overhead import capture, raw_kernel, sizes  # benchmarks/: first on sys.path
 
 
 def main(argv=None):
@@ -47,10 +47,8 @@ def main(argv=None):
     rgb = clkit.pinned_empty((height, width, 3), np.uint8, device=dev)
     rgb[...] = np.random.default_rng(0).integers(0, 256, rgb.shape, np.uint8)
     gray = clkit.pinned_empty((height, width), np.uint8, device=dev)
-    built = program("grayscale", T="uchar", CN=3, PPW=256, LANES=_grayscale.int_lanes(dev))
-    kernel = cl.Kernel(built.build(dev).program, "grayscale")
-    group = 64
-    size = -(-(-(-n // 256)) // group) * group
+    (knl, args, kwargs), = capture(lambda: grayscale(rgb, out=gray, device=dev))
+    kernel, scalars, (gsize, lsize) = raw_kernel(knl, dev), args[2:], sizes(kwargs)
     flags = cl.mem_flags
 
     def buffers():
@@ -60,9 +58,7 @@ def main(argv=None):
     kept = buffers()
 
     def plain(src, dst):
-        kernel.set_args(src, dst, np.uint32(n), np.float32(0.299), np.float32(0.587),
-                        np.float32(0.114))
-        cl.enqueue_nd_range_kernel(queue, kernel, (size,), (group,))
+        kernel(queue, gsize, lsize, src, dst, *scalars)
         mapped, _ = cl.enqueue_map_buffer(queue, dst, cl.map_flags.READ, 0, (n,), np.uint8,
                                           is_blocking=False)
         mapped.base.release(queue)

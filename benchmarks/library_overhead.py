@@ -60,17 +60,29 @@ def capture(call):
     return seen
 
 
+def raw_kernel(knl, dev):
+    """A plain pyopencl kernel object of clkit kernel ``knl``'s build, its scalar types
+    declared (as a fast hand-written pyopencl program declares them)."""
+    raw = cl.Kernel(knl.program.build(dev).program, knl.name)
+    raw.set_scalar_arg_dtypes([None if p.pointer or p.width != 1 else p.dtype
+                               for p in knl.params(dev)])
+    return raw
+
+
+def sizes(kwargs):
+    """(global, local) work sizes of a captured launch, as tuples (local may be None)."""
+    gsize, lsize = kwargs["global_size"], kwargs.get("local_size")
+    return ((gsize,) if isinstance(gsize, int) else tuple(gsize),
+            (lsize,) if isinstance(lsize, int) else lsize)
+
+
 def raw_replay(seen, rt):
     """A function that enqueues the captured launches with plain pyopencl."""
     launches = []
     for knl, args, kwargs in seen:
-        dev = rt.device
-        params = knl.params(dev)
-        raw = cl.Kernel(knl.program.build(dev).program, knl.name)
-        raw.set_scalar_arg_dtypes([None if p.pointer or p.width != 1 else p.dtype
-                                   for p in params])
+        raw = raw_kernel(knl, rt.device)
         values = []
-        for p, a in zip(params, args):
+        for a in args:
             if isinstance(a, cl_array.Array):
                 values.append(a.base_data)
             elif isinstance(a, np.ndarray):  # pre-allocated once, as a raw program would
@@ -78,11 +90,7 @@ def raw_replay(seen, rt):
                                         cl.mem_flags.COPY_HOST_PTR, hostbuf=a))
             else:
                 values.append(a)
-        gsize = kwargs["global_size"]
-        gsize = (gsize,) if isinstance(gsize, int) else tuple(gsize)
-        lsize = kwargs.get("local_size")
-        lsize = (lsize,) if isinstance(lsize, int) else lsize
-        launches.append((raw, kwargs.get("queue") or rt.queue, gsize, lsize, values))
+        launches.append((raw, kwargs.get("queue") or rt.queue, *sizes(kwargs), values))
 
     def replay():
         for raw, queue, gsize, lsize, values in launches:
