@@ -130,6 +130,24 @@ def test_tiers_agree_with_the_gpu_layout(device, rng, dtype, channels):
                              f"with {mask.shape}, GPU layout")
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("mode", ["reflect", "constant"])
+def test_tiers_agree_on_masks_wider_than_an_edge_span(device, rng, channels, mode):
+    """The generic kernel folds the source of a row's first and last runs into private memory
+    in blocks of 64 elements: masks wider than a block (70 taps; 25 of 3 channels) take
+    several."""
+    shape = ((7, 41) if device.simulator else (23, 157)) + ((channels,) if channels > 1 else ())
+    image = random_image(rng, shape, np.float32)
+    for mask in (rng.standard_normal((1, 70 if channels == 1 else 25)),
+                 np.outer([1, 2, 1], np.hanning(72)[1:-1])):
+        generic, specialised = both_tiers(device,
+            lambda: ck.convolve(image, mask, mode=mode, cval=-1.5, device=device))
+        expected, scale = convolve_reference(image, mask, mode, -1.5)
+        assert_same_sums(generic, specialised, cpu_variant(device, image, mask), expected,
+                         scale, np.float32, filter_ulps(mask.size),
+                         f"convolve {shape} with {mask.shape} {mode}")
+
+
 def test_generic_tier_of_a_device_integer_image(device, rng):
     """A device array of another dtype is converted on the device (to_acc)."""
     image = random_image(rng, (12, 40), np.int16)
