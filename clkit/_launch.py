@@ -54,7 +54,7 @@ def recording():
     >>> with recording() as launches:
     ...     _ = vector_add(a, a)
     >>> len(launches), launches[0].kernel.name
-    (1, 'vector_add_float')
+    (1, 'vector_add')
     """
     launches: list = []
     token = _recording.set(launches)
@@ -186,6 +186,8 @@ _IMMUTABLE_SIZES = (int, tuple)
 
 
 def _short_path(p: Param) -> tuple:
+    if p.pointer and p.address == "global" and p.type_name == "void":
+        return _BUFFER, None  # void*: a buffer of any element type (the converter checks it)
     if p.dtype is None or p.width != 1 or p.address == "local":
         return _SLOW, None
     if p.pointer:

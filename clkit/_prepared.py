@@ -60,7 +60,7 @@ class Prepared:
             with self.lock:
                 for i, dtype, b in zip(self.slots, dtypes, buffers):
                     if type(b) is _Array:  # contiguous: the dispatch layer sees to it
-                        if b.dtype is not dtype or b.offset:
+                        if b.offset or (b.dtype is not dtype and dtype is not None):
                             break
                         knl.set_arg(i, b.base_data)
                     elif isinstance(b, _Buffer):  # scratch memory, a pooled allocation

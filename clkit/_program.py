@@ -155,7 +155,7 @@ def load(source, *, device=None, defines=None, options=()) -> Program:
     --------
     >>> import numpy as np, clkit
     >>> prg = clkit.load("vector_add")
-    >>> "vector_add_float" in prg.kernel_names  # doctest: +SKIP
+    >>> "vector_add" in prg.kernel_names  # doctest: +SKIP
     True
     """
     if not isinstance(source, (str, Path)):

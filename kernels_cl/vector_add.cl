@@ -1,21 +1,22 @@
 /*
- * vector_add.cl -- out[i] = a[i] + b[i], element-wise: one kernel per element type, all in one
- * program.
+ * vector_add.cl -- out[i] = a[i] + b[i], element-wise: one kernel for every element type.
  *
- * Kernels: vector_add_T for T = char uchar short ushort int uint long ulong float, and double
- * where the device has cl_khr_fp64. No build-time defines.
+ * Kernel: vector_add, told the element type T by a number (`type`, T_* below; the host's
+ * TYPE_CODES in clkit/kernels/_dispatch.py): char uchar short ushort int uint long ulong float,
+ * and double where the device has cl_khr_fp64. No build-time defines.
  *
  * Integer overflow wraps modulo 2^bits, as numpy's does: signed operands are reinterpreted as
  * their unsigned type UT (as_*) for the addition, where wrap-around is defined, not undefined
  * behaviour; the scalar tail casts the sum back to UT, undoing C's promotion of char and short
  * operands to int. Floats pass through as_float, which changes nothing.
  *
- * Why one program: a driver that compiles each kernel at its first launch (PoCL) then pays for a
- * new dtype only that kernel's compile, not a whole new program's (measured on PoCL 3.1 with
- * empty caches: 41-65 ms against about 220 ms). Drivers that compile at build time (NVIDIA)
- * build the ten small kernels at once, once, and keep the binary.
+ * Why one kernel: a driver that compiles each kernel at its first launch (PoCL) compiled a
+ * kernel per type at the first array of that type (41-65 ms on PoCL 3.1 with empty caches,
+ * against 220 ms for a program per type); one kernel is compiled once, at the first call. The
+ * switch on `type` is the same for every work-item, a branch that costs the memory-bound
+ * addition nothing measurable.
  *
- * Launch (1-D), for the kernel of type T with VW = 16 / sizeof(T) elements per work-item:
+ * Launch (1-D), for elements of type T with VW = 16 / sizeof(T) elements per work-item:
  *   n = element count of all three buffers.
  *   global size = ceil(n / VW), rounded up to a multiple of the local size; any local size.
  *   Buffers start at a buffer's (or an aligned sub-buffer's) origin, which OpenCL aligns to
@@ -38,32 +39,60 @@
 
 #include "clkit.h"
 
-#define VECTOR_ADD(T, UT, VW)                                                                  \
-__kernel void vector_add_##T(__global const T* restrict a,                                     \
-                             __global const T* restrict b,                                     \
-                             __global T* restrict out,                                         \
-                             const ulong n)                                                    \
-{                                                                                              \
-    const ulong i = get_global_id(0);                                                          \
-    const ulong first = i * VW;                                                                \
-    if (first + VW <= n) {                                                                     \
-        ((__global T##VW*)out)[i] = as_##T##VW(as_##UT##VW(((__global const T##VW*)a)[i])      \
-                                             + as_##UT##VW(((__global const T##VW*)b)[i]));    \
+/* The numbers of the element types (TYPE_CODES in clkit/kernels/_dispatch.py) */
+#define T_CHAR 0
+#define T_UCHAR 1
+#define T_SHORT 2
+#define T_USHORT 3
+#define T_INT 4
+#define T_UINT 5
+#define T_LONG 6
+#define T_ULONG 7
+#define T_FLOAT 8
+#define T_DOUBLE 9
+
+/* PER 16-byte vectors per work-item: one on GPUs (neighbouring work-items read neighbouring
+ * memory), four on CPUs, so that the switch on the type is made once per 64 bytes */
+#ifndef PER
+#define PER 1
+#endif
+
+#define ADD(T, UT, VW)                                                                         \
+    if (first + PER * VW <= n) {                                                               \
+        for (int k = 0; k < PER; ++k)                                                          \
+            ((__global T##VW*)out)[i * PER + k] =                                              \
+                as_##T##VW(as_##UT##VW(((__global const T##VW*)a)[i * PER + k])                \
+                           + as_##UT##VW(((__global const T##VW*)b)[i * PER + k]));            \
     } else {                                                                                   \
         for (ulong k = first; k < n; ++k)                                                      \
-            out[k] = as_##T((UT)(as_##UT(a[k]) + as_##UT(b[k])));                              \
+            ((__global T*)out)[k] = as_##T((UT)(as_##UT(((__global const T*)a)[k])             \
+                                                + as_##UT(((__global const T*)b)[k])));         \
     }                                                                                          \
-}
+    break;
 
-VECTOR_ADD(char, uchar, 16)
-VECTOR_ADD(uchar, uchar, 16)
-VECTOR_ADD(short, ushort, 8)
-VECTOR_ADD(ushort, ushort, 8)
-VECTOR_ADD(int, uint, 4)
-VECTOR_ADD(uint, uint, 4)
-VECTOR_ADD(long, ulong, 2)
-VECTOR_ADD(ulong, ulong, 2)
-VECTOR_ADD(float, float, 4)
+__kernel void vector_add(__global const void* restrict a, __global const void* restrict b,
+                         __global void* restrict out, const ulong n, const int type)
+{
+    const ulong i = get_global_id(0);
+    /* the element count of one 16-byte vector: 16 / sizeof(T) */
+    const ulong vw = 16 >> (type == T_CHAR || type == T_UCHAR ? 0
+                          : type == T_SHORT || type == T_USHORT ? 1
+                          : type == T_INT || type == T_UINT || type == T_FLOAT ? 2 : 3);
+    const ulong first = i * PER * vw;
+    if (first >= n)
+        return;
+    switch (type) {
+    case T_CHAR: ADD(char, uchar, 16)
+    case T_UCHAR: ADD(uchar, uchar, 16)
+    case T_SHORT: ADD(short, ushort, 8)
+    case T_USHORT: ADD(ushort, ushort, 8)
+    case T_INT: ADD(int, uint, 4)
+    case T_UINT: ADD(uint, uint, 4)
+    case T_LONG: ADD(long, ulong, 2)
+    case T_ULONG: ADD(ulong, ulong, 2)
 #if defined(cl_khr_fp64)
-VECTOR_ADD(double, double, 2)
+    case T_DOUBLE: ADD(double, double, 2)
 #endif
+    default: ADD(float, float, 4)
+    }
+}

@@ -17,7 +17,7 @@ import pyopencl.array as cl_array
 from .. import _build, _tiers, _transfer
 from .._prepared import Prepared
 from .._runtime import on_loss, runtime
-from ._dispatch import program, round_up
+from ._dispatch import TYPE_CODES, program, round_up
 
 
 class Specialised:
@@ -64,10 +64,6 @@ UNROLL_TAPS = 256
 #: on GPUs one 16-byte vector, so that a work-group reads contiguous memory (on an H200 a 9x9
 #: convolution of a 7680x4320 image took 18 ms with four vectors of 16 floats per work-item).
 GENERIC_CHUNK = {"cpu": 4, "gpu": 1}
-#: to_acc's codes of the image types (convolve_generic.cl)
-_TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
-    (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
-     np.float32))}
 
 
 #: Builds without optimisation: the quick tier's (see clkit._tiers), and every build on the
@@ -95,7 +91,7 @@ def prime_convert(device, acc, options, **defines) -> None:
     src = _transfer.upload(rt, np.zeros(n, np.uint8), queue)
     out = cl_array.empty(queue, n, acc)
     convert = program("convolve_generic", options=options, **defines)
-    convert.to_acc(src, out, n, _TYPE_CODES[src.dtype], global_size=n, local_size=64,
+    convert.to_acc(src, out, n, TYPE_CODES[src.dtype], global_size=n, local_size=64,
                    device=device, queue=queue)
 
 
@@ -181,7 +177,7 @@ class Generic:
             return src
         out = cl_array.empty(self.queue, src.shape, self.acc)
         n = src.size
-        self._convert_here.to_acc(src, out, n, _TYPE_CODES[src.dtype],
+        self._convert_here.to_acc(src, out, n, TYPE_CODES[src.dtype],
                                   global_size=round_up(n, 64), local_size=64, device=self.device,
                                   wait=False, queue=self.queue)
         return out

@@ -43,6 +43,9 @@ CL_TYPES = {
     np.dtype(np.int64): "long", np.dtype(np.uint64): "ulong", np.dtype(np.float32): "float",
     np.dtype(np.float64): "double",
 }
+#: The numbers of the element types in kernels that take one at run time (vector_add.cl,
+#: convolve_generic.cl's to_acc): CL_TYPES's order.
+TYPE_CODES = {dtype: i for i, dtype in enumerate(CL_TYPES)}
 #: Plans kept; each holds a few small device buffers (masks, row maps).
 MAX_PLANS = 256
 #: Bytes of data a speed probe moves through a device.

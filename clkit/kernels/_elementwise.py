@@ -1,7 +1,7 @@
 """vector_add: one work-item per 16-byte vector of elements, no neighbours.
 
-Every element type's kernel is in one program (kernels_cl/vector_add.cl), so a
-new dtype costs a CPU driver one kernel's compile, not a new program's.
+One kernel serves every element type (kernels_cl/vector_add.cl), which it is
+told as a number, so that a new dtype costs no compile at all.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import numpy as np
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._prepared import Prepared
 from ._checks import array, check_dtype, check_out, is_device_array, require_fp64
-from ._dispatch import CL_TYPES, Operation, program, round_up, run
+from ._dispatch import CL_TYPES, TYPE_CODES, Operation, program, round_up, run
 
 GROUP = 256  # work-group size of the element-wise kernels: valid everywhere, full warps on GPUs
+PER_CPU = 8  # 16-byte vectors per work-item on CPUs (vector_add.cl's PER)
 
 
 class _Add(Operation):
@@ -35,8 +36,10 @@ class _Add(Operation):
         # as 64 bytes, and numpy's own 16-byte alignment lets a CPU driver use numpy memory in
         # place.
         vw = 16 // dtype.itemsize
-        add = Prepared(program("vector_add"), "vector_add_" + CL_TYPES[dtype], rt,
-                       (None, None, None, n), round_up(-(-n // vw), GROUP), GROUP)
+        per = PER_CPU if rt.device.type == "cpu" else 1
+        add = Prepared(program("vector_add", PER=per), "vector_add", rt,
+                       (None, None, None, n, TYPE_CODES[dtype]),
+                       round_up(-(-n // (vw * per)), GROUP), GROUP)
 
         def launch(queue, srcs, dst):
             add(queue, srcs[0], srcs[1], dst)
