@@ -12,6 +12,9 @@ tile of the 2-D masks' four adjacent outputs and every shape of the
 one-kernel separable filter, beside a device-to-device copy of a float32 image
 of that size (the memory-bandwidth bound: one read and one write).  Every layout's result is
 compared with the shipped one's (the same sums in the same order: bit-equal).
+``--streamed``: only the two passes of Gaussians of sigma 2, 5 and 10, each pass streamed
+through registers with each (work-group width, outputs per work-item) of STREAMED or through
+the tiles (None).
 Writes OUTDIR/gpu_conv_sweep.json and prints a table.
 """
 
@@ -45,6 +48,12 @@ FUSED_SHAPES4 = [(32, 8, 8), (32, 8, 4), (32, 8, 16), (16, 16, 8), (32, 4, 8), (
                  (16, 8, 16), (32, 4, 16), (16, 16, 4), (16, 16, 16), (16, 32, 4), (8, 32, 8),
                  (8, 32, 4), (8, 16, 16), (8, 16, 8), (4, 64, 4), (4, 64, 8), (4, 32, 8)]
 
+#: ((ROW_LX, ROW_SX), (COL_LX, COL_SY)) of the streamed passes; None: that pass through the tiles
+STREAMED = [((64, 8), (64, 16)), ((64, 4), (64, 16)), ((128, 8), (64, 16)), ((32, 8), (64, 16)),
+            ((64, 8), (64, 8)), ((64, 8), (128, 16)), ((64, 8), (32, 16)), ((64, 16), (64, 16)),
+            ((64, 16), (64, 16)), ((32, 16), (64, 16)), ((128, 16), (64, 16)), ((64, 32), (64, 16)),
+            ((32, 32), (64, 16)), (None, (64, 16)), ((64, 16), None), (None, None)]
+
 
 def kernel_median_ms(call, rounds):
     """The kernels' event time of ``call``, median of ``rounds``, in the specialised build made
@@ -71,6 +80,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="float32", help="the image's (default float32)")
     parser.add_argument("--no-tiles", action="store_true",
                         help="the shipped 2-D and two-pass tiles only")
+    parser.add_argument("--streamed", action="store_true",
+                        help="only the two passes, each layout of STREAMED")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     device = clkit.select(args.device)
@@ -94,6 +105,13 @@ def main(argv=None) -> int:
         copy_times.append(cl.enqueue_copy(queue, out.base_data, float_image.base_data))
     queue.finish()
     copy_ms = float(np.median([(e.profile.end - e.profile.start) * 1e-6 for e in copy_times]))
+
+    if args.streamed:
+        results = sweep_streamed(image, out, copy_ms, args.rounds)
+        report = {"device": str(device), "size": [width, height], "dtype": dtype.name,
+                  "rounds": args.rounds, "copy_ms": copy_ms, "streamed": results}
+        (args.outdir / "gpu_conv_sweep.json").write_text(json.dumps(report, indent=1))
+        return 0
 
     shipped_tile, shipped_tile4 = geo.gpu_tile, geo.gpu_tile4
     shipped_rows, shipped_vec4 = geo.FUSED_MAX_ROWS, geo.GPU_VEC4_MAX
@@ -155,6 +173,32 @@ def main(argv=None) -> int:
               "copy_ms": copy_ms, "layouts": results}
     (args.outdir / "gpu_conv_sweep.json").write_text(json.dumps(report, indent=1))
     return 0
+
+
+def sweep_streamed(image, out, copy_ms, rounds) -> dict:
+    """Gaussians of sigma 2, 5 and 10 in two passes with each layout of STREAMED."""
+    shipped = geo.GPU_ROWS, geo.GPU_COLS, geo.FUSED_MAX_ROWS
+    geo.FUSED_MAX_ROWS = dict.fromkeys(shipped[2], 0)
+    results, reference = {}, {}
+    try:
+        for passes in STREAMED:
+            geo.GPU_ROWS, geo.GPU_COLS = passes
+            row = {}
+            for sigma in (2.0, 5.0, 10.0):
+                ms = kernel_median_ms(lambda s=sigma: gaussian_blur(image, s, out=out), rounds)
+                got = out.get()
+                diff = float(np.max(np.abs(got - reference.setdefault(sigma, got))))
+                row[f"sigma {sigma:g}"] = {"ms": ms, "copy_bandwidth": copy_ms / ms,
+                                           "max_diff": diff}
+            results[str(passes)] = row
+            print(f"rows, columns {passes}:", " ".join(
+                f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x"
+                f"{'' if v['max_diff'] == 0 else ' DIFF %.2g' % v['max_diff']})"
+                for c, v in row.items()), flush=True)
+    finally:
+        geo.GPU_ROWS, geo.GPU_COLS, geo.FUSED_MAX_ROWS = shipped
+    print(f"device copy of the image: {copy_ms:.4f} ms")
+    return results
 
 
 if __name__ == "__main__":

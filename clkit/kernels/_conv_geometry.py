@@ -18,17 +18,24 @@ class Geometry:
         self.__dict__.update(sizes)
         self._made = {}  # (width, rows) -> sizes: the same tuples for every call of a plan
 
-    def sizes(self, width: int, rows: int):
-        """(global, local) sizes for ``rows`` rows of ``width`` pixels."""
-        made = self._made.get((width, rows))
+    def sizes(self, width: int, rows: int, kernel: str = ""):
+        """(global, local) sizes of ``kernel`` for ``rows`` rows of ``width`` pixels."""
+        made = self._made.get((width, rows, kernel))
         if made is None:
             if len(self._made) >= 64:
                 self._made.clear()
-            made = self._made[width, rows] = self._sizes(width, rows)
+            made = self._made[width, rows, kernel] = self._sizes(width, rows, kernel)
         return made
 
-    def _sizes(self, width: int, rows: int):
+    def _sizes(self, width: int, rows: int, kernel: str):
         rowlen = width * self.channels
+        streamed = getattr(self, "streamed", None)
+        if streamed and streamed[0] and kernel == "convolve_rows":
+            lx, sx = streamed[0]  # convolution_gpu.cl's streamed row pass: sx elements each
+            return (-(-rowlen // (sx * lx)) * lx, rows), (lx, 1)
+        if streamed and streamed[1] and kernel == "convolve_cols":
+            lx, sy = streamed[1]  # the streamed column pass: 4 elements of sy rows each
+            return (-(-rowlen // (4 * lx)) * lx, -(-rows // sy)), (lx, 1)
         if self.variant == "fused":
             ew = self.lx * self.epi  # row elements per work-group
             return ((-(-rowlen // ew) * self.lx, -(-rows // (self.ly * self.py)) * self.ly),
@@ -45,6 +52,12 @@ class Geometry:
 
 
 GPU_TILE = (32, 4, 4, 4)
+#: The separable passes streamed through registers on GPUs (convolution_gpu.cl's ROW_SX and
+#: COL_SY), for images summed in float: work-groups of ROW_LX work-items, each ROW_SX elements of
+#: a row, and of COL_LX work-items, each four row elements of COL_SY output rows (None: the
+#: pass through the tiles).
+GPU_ROWS = (64, 8)
+GPU_COLS = (64, 16)
 CPU_LX = 4  # work-items along a row in a work-group of the CPU variant
 
 
@@ -57,7 +70,8 @@ def gpu_tile(kh, kw, separable) -> tuple:
     masks keep GPU_TILE (at 15x15 every tile swept took 1.50-1.56 ms).  The two passes of a
     separable mask take four outputs per work-item, whose unrolled taps then fit the
     registers (a Gaussian of sigma 10, 81 taps each way: 1.02 ms, against 2.4-7.1 ms with
-    eight or more outputs per work-item).
+    eight or more outputs per work-item); images summed in float take the passes streamed
+    through registers instead (GPU_ROWS, GPU_COLS).
     """
     if separable:
         return 32, 8, 2, 2
@@ -113,6 +127,9 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
     """
     budget = min(device.local_mem, 48 * 1024) - 1024
     tiles = []
+    streamed = None
+    if device.type == "gpu" and separable and vec4 and (GPU_ROWS or GPU_COLS):
+        streamed = GPU_ROWS, GPU_COLS
     if device.type == "gpu":
         vec4 = vec4 and not separable and max(kh, kw) <= GPU_VEC4_MAX
         tiles = [(gpu_tile4(kh, kw), True)] if vec4 else []
@@ -129,7 +146,12 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
             defines = dict(LX=lx, LY=ly, PX=px, PY=py, KH_CHUNK=chunk)
             if vec4:
                 defines["VEC4"] = 1
-            return Geometry("gpu", defines, channels=channels, lx=lx, ly=ly, px=px, py=py)
+            if streamed and streamed[0]:
+                defines.update(ROW_LX=streamed[0][0], ROW_SX=streamed[0][1])
+            if streamed and streamed[1]:
+                defines.update(COL_LX=streamed[1][0], COL_SY=streamed[1][1])
+            return Geometry("gpu", defines, channels=channels, lx=lx, ly=ly, px=px, py=py,
+                            streamed=streamed)
     vw = cpu_vector_width(device, itemsize)
     nvec = 2 if separable else 1
     return Geometry("cpu", dict(VW=vw, NVEC=nvec, ROWS=4, NACC=2),
@@ -138,7 +160,7 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
 
 #: The tallest separable mask the one-kernel filter takes, by row elements per work-item: 4 for
 #: images summed in float, 1 for those summed in double (see :func:`fused`).
-FUSED_MAX_ROWS = {4: 57, 1: 25}
+FUSED_MAX_ROWS = {4: 21, 1: 25}
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
 #: with one row element per work-item, and with four (images summed in float).
 FUSED_SHAPE = (32, 8, 8)
@@ -166,10 +188,13 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     registers, with no local memory, took 0.40 ms; staging each source row in local memory
     before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the
     two passes, beyond them slower, as its row pass recomputes more rows per tile
-    (``benchmarks/fused_rows.py``): four elements, 57 rows (sigma 7) 0.362 against 0.579 ms
-    (uint8 0.390 against 0.566), 65 rows 0.631 against 0.600; one element (uint8 images,
-    before they took four), 17 rows 0.214 against 0.276, 25 rows 0.315 against 0.334 (int16
-    0.350 against 0.340), 29 rows 0.385 against 0.367.
+    (``benchmarks/fused_rows.py``).  Four elements, against the two passes streamed through
+    registers (images summed in float): float32 21 rows (sigma 2.5) 0.151 against 0.158 ms,
+    25 rows 0.174 against 0.162, 33 rows 0.235 against 0.182, 57 rows 0.362 against 0.281;
+    uint8 25 rows 0.158 against 0.167, 33 rows 0.193 against 0.194, 41 rows 0.260 against
+    0.233.  One element (uint8 images, before they took four), against the tiles' two passes:
+    17 rows 0.214 against 0.276, 25 rows 0.315 against 0.334 (int16 0.350 against 0.340), 29
+    rows 0.385 against 0.367.
     """
     vec4 = vec4 and FUSED_VEC4
     epi = 4 if vec4 else 1

@@ -35,7 +35,7 @@ class Specialised:
         return src
 
     def _prepared(self, name, f, rt, rows, args):
-        g, l = self.geometry.sizes(f.shape[1], rows)
+        g, l = self.geometry.sizes(f.shape[1], rows, name)
         return Prepared(self.prg, name, rt, args, g, l)
 
     def direct(self, f, rt, rowmap, mask, out_rows, cval):

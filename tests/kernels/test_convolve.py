@@ -670,8 +670,8 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
                                          (3.0, (41, 33, 2)),
                                          # rows of whole 16-byte vectors, several groups wide
                                          (2.0, (37, 520)), (3.0, (20, 260, 2))], ids=str)
-def test_gpu_fused_gaussian(as_gpu, rng, mode, sigma, shape):
-    fused_gaussian_case(as_gpu, rng, mode, sigma, shape, np.float32)
+def test_gpu_fused_gaussian(as_gpu, rng, monkeypatch, mode, sigma, shape):
+    fused_gaussian_case(as_gpu, rng, mode, sigma, shape, np.float32, monkeypatch)
 
 
 # images of other types: read four at a time (summed in float), or one (summed in double;
@@ -686,17 +686,22 @@ def test_gpu_fused_gaussian(as_gpu, rng, mode, sigma, shape):
                                                     (2.0, (24, 136), np.int32, True),
                                                     (2.0, (22, 70, 2), np.uint64, True),
                                                     (2.0, (24, 136), np.int64, False)], ids=str)
-def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, mode, sigma, shape, dtype, fp64):
+def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, monkeypatch, mode, sigma, shape, dtype,
+                                           fp64):
     if dtype == np.float64 or (fp64 and dtype in WIDE_INTEGERS):
         need_fp64(as_gpu)
     with reporting(as_gpu, fp64=fp64 and as_gpu.fp64):
-        fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype)
+        fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch)
 
 
-def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype):
+def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
+    from clkit.kernels import _conv_geometry, _dispatch
     from clkit.kernels._filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
+    # masks as tall as the kernel takes (57 rows), beyond those it is shipped for
+    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS", {4: 57, 1: 25})
+    _dispatch.forget()
     image = random_image(rng, shape, dtype)
     filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
     geometry = filt._program(as_gpu)[1]
@@ -707,6 +712,40 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype):
     expected, scale = gaussian_reference(image, sigma, mode, -0.75)
     taps = 2 * int(4.0 * sigma + 0.5) + 1
     assert_close_scaled(got, expected, scale, ulps=filter_ulps(2 * taps), what="gaussian_blur")
+
+
+# The two passes of GPUs for masks taller than the one kernel takes: both streamed through
+# registers (images summed in float) against the tiles' passes. The one kernel's limit is
+# lowered so that short masks, which the simulator can run, take the two passes too.
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sigma,shape", [(1.5, (37, 132)), (1.5, (21, 130)), (1.5, (19, 44, 3)),
+                                         (1.5, (11, 45, 2)),
+                                         (3.0, (70, 264)), (9.0, (90, 141))], ids=str)
+def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
+    from clkit.kernels import _conv_geometry, _dispatch
+    from clkit.kernels._filter import Filter
+    if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
+        pytest.skip("wide masks and every mode are too slow on the simulator")
+    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS", {4: 0, 1: 0})
+    image = random_image(rng, shape, np.float32)
+    results = []
+    for rows, cols in ((_conv_geometry.GPU_ROWS, _conv_geometry.GPU_COLS), (None, None)):
+        monkeypatch.setattr(_conv_geometry, "GPU_ROWS", rows)
+        monkeypatch.setattr(_conv_geometry, "GPU_COLS", cols)
+        _dispatch.forget()  # plans made with the other passes
+        filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
+        defines = filt._program(as_gpu)[1].defines
+        assert ("ROW_SX" in defines, "COL_SY" in defines) == (rows is not None, cols is not None)
+        with clkit._tiers.tier("specialised"):
+            results.append(ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu))
+    _dispatch.forget()
+    streamed, tiles = results
+    # the same taps in the same order: the same sums, where the compiler contracts alike
+    np.testing.assert_allclose(streamed, tiles, rtol=2e-7, atol=1e-7)
+    expected, scale = gaussian_reference(image, sigma, mode, -0.75)
+    taps = 2 * int(4.0 * sigma + 0.5) + 1
+    assert_close_scaled(streamed, expected, scale, ulps=filter_ulps(2 * taps),
+                        what="gaussian_blur, streamed passes")
 
 
 def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
@@ -816,8 +855,9 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 144 rows of 32 floats
         assert _conv_geometry.fused(as_gpu, 25, 1, 4).py == 16  # the tallest it takes
         assert _conv_geometry.fused(as_gpu, 27, 1, 4) is None  # two passes are faster there
-        assert _conv_geometry.fused(as_gpu, 57, 1, 4, vec4=True).py == 8  # four elements each
-        assert _conv_geometry.fused(as_gpu, 59, 1, 4, vec4=True) is None
+        limit = _conv_geometry.FUSED_MAX_ROWS[4]  # four elements each
+        assert _conv_geometry.fused(as_gpu, limit, 1, 4, vec4=True).py == 8
+        assert _conv_geometry.fused(as_gpu, limit + 2, 1, 4, vec4=True) is None
     with reporting(as_gpu, local_mem=12 * 1024):
         assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
         assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # two passes, as above
