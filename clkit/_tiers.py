@@ -273,16 +273,22 @@ def use_quick(program, device, *, work: float) -> bool:
     if forced != "auto":
         quick = forced == "quick"
     else:
-        v = _variants.get((program.origin, program.options, device))
         quick = (device.type == "cpu" and not device.simulator and work <= QUICK_WORK
                  and background_builds() and not simulator_in_use()
-                 and ((v is not None and v.state in ("queued", "building"))
-                      or not _build.available(program.source, program.options, device)))
+                 and pending(program, device))
     if quick:
         with _lock:
             _counts["quick"] += 1
         _helper.start(device)  # the optimised build will go there: start it during this call
     return quick
+
+
+def pending(program, device) -> bool:
+    """Whether ``program`` is not built yet, or its background build (and first launch) is
+    still under way."""
+    v = _variants.get((program.origin, program.options, device))
+    return (v is not None and v.state in ("queued", "building")) or \
+        not _build.available(program.source, program.options, device)
 
 
 def build_now(program, device, prime=None) -> None:

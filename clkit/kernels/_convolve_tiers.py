@@ -95,8 +95,11 @@ def prime_convert(device, acc, options, **defines) -> None:
                    device=device, queue=queue)
 
 
-_quick_convert_ready: set = set()  # devices whose quick build has run its to_acc once
-on_loss(lambda rt: _quick_convert_ready.discard(rt.device))  # a new context builds anew
+#: (device, accumulation type) whose quick build has run its to_acc once
+_quick_convert_ready: set = set()
+# a new context builds anew
+on_loss(lambda rt: _quick_convert_ready.difference_update(
+    {k for k in _quick_convert_ready if k[0] == rt.device}))
 
 
 class Generic:
@@ -129,17 +132,20 @@ class Generic:
         self._convert = program("convolve_generic", options=self.options,
                                 **convert_defines(self.acc))
         self._convert_here = self._convert  # the build device_src runs
+        quick = dict(defines, WITH_CONVERT=1)
         if work is not None and _tiers.use_quick(self.prg, device, work=work):
             self.optimised = self.prg
-            quick = dict(defines, WITH_CONVERT=1)
             self.prg = program("convolve_generic", options=UNOPTIMISED, **quick)
-            if not _build.available(self._convert.source, self._convert.options, device):
-                self._convert_here = self.prg
-                if device not in _quick_convert_ready:
-                    # its code generated now (50 ms on PoCL), not at the first image of another
-                    # dtype, which the background builds could then hold up
-                    prime_convert(device, self.acc, UNOPTIMISED, **quick)
-                    _quick_convert_ready.add(device)
+            if not _build.available(self._convert.source, self._convert.options, device) \
+                    and (device, self.acc) not in _quick_convert_ready:
+                # its code generated now (50 ms on PoCL), not at the first image of another
+                # dtype, which the background builds could then hold up
+                prime_convert(device, self.acc, UNOPTIMISED, **quick)
+                _quick_convert_ready.add((device, self.acc))
+        if (device, self.acc) in _quick_convert_ready and _tiers.pending(self._convert, device):
+            # to_acc's own build is still under way (built in the call, or launched first
+            # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves
+            self._convert_here = program("convolve_generic", options=UNOPTIMISED, **quick)
         self.border = border  # clkit.h's number of the border mode
         self.skip = int(f.skip_zero_taps)
         self.order = 1 if self.cpu else 0

@@ -175,6 +175,37 @@ def test_gaussian_tiers_agree(device, rng, sigma):
                      filter_ulps(taps * taps), f"gaussian_blur sigma {sigma}")
 
 
+def test_a_pending_conversion_build_gives_way_to_the_quick_one(device, rng, monkeypatch):
+    """While to_acc's own build is under way, an image of another dtype is converted by the
+    quick build's to_acc, ready in this process, not by a build or first launch in the call."""
+    if device.type != "cpu" or device.simulator:
+        pytest.skip("the quick tier serves CPU drivers")
+    from clkit.kernels import _convolve_tiers
+    convert = _convolve_tiers.program("convolve_generic", options=(),
+                                      **_convolve_tiers.convert_defines(np.dtype(np.float32)))
+    monkeypatch.setattr(_tiers, "pending", lambda program, dev: program is convert)
+    monkeypatch.setattr(_convolve_tiers, "_quick_convert_ready",
+                        {(device, np.dtype(np.float32))})
+    launched = []
+    call = clkit._launch.Kernel.__call__
+
+    def spy(self, *args, **kwargs):
+        launched.append((self.name, self.program.options))
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(clkit._launch.Kernel, "__call__", spy)
+    image = random_image(rng, (20, 50), np.uint8)
+    mask = rng.standard_normal((3, 3))
+    with _tiers.tier("generic"):
+        got = ck.convolve(image, mask, device=device)
+    conversions = [options for name, options in launched if name == "to_acc"]
+    assert conversions and all("-cl-opt-disable" in o and "-DWITH_CONVERT=1" in o
+                               for o in conversions), launched
+    expected, scale = convolve_reference(image, mask)
+    assert_close_scaled(got, expected, scale, dtype=np.float32, ulps=filter_ulps(9),
+                        what="generic convolve of uint8, converted by the quick build")
+
+
 def test_auto_tier_builds_a_hot_variant_in_the_background(device, rng, cache_dir):
     """Calls answer with the generic kernel until the variant is hot, then it is built
     in the background and the next calls use it, with the same results."""
