@@ -12,6 +12,10 @@ from __future__ import annotations
 class Geometry:
     """Variant defines and launch sizes of the convolution kernels on one device."""
 
+    #: the GPU variant's streamed separable passes: (ROW_LX, ROW_SX), (COL_LX, COL_SY), either
+    #: None for that pass through the tiles; None for none
+    streamed = None
+
     def __init__(self, variant, defines, **sizes):
         self.variant = variant
         self.defines = defines
@@ -29,7 +33,7 @@ class Geometry:
 
     def _sizes(self, width: int, rows: int, kernel: str):
         rowlen = width * self.channels
-        streamed = getattr(self, "streamed", None)
+        streamed = self.streamed
         if streamed and streamed[0] and kernel == "convolve_rows":
             lx, sx = streamed[0]  # convolution_gpu.cl's streamed row pass: sx elements each
             return (-(-rowlen // (sx * lx)) * lx, rows), (lx, 1)
