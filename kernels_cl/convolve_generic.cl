@@ -183,6 +183,22 @@ CLK_NOINLINE void edge_run(__global const ACC_T* src, __global const int* rowmap
     }
 }
 
+/* Tap w0 over the n vectors at x0 into acc0, tap w1 over those at x1 into acc1 (n <= CHUNK, a
+ * constant at each call site); with skip_zero a tap of weight 0 is left out. */
+CLK_INLINE void tap_pair(gvec acc0[CHUNK], gvec acc1[CHUNK], const int n, const int skip_zero,
+                         const ACC_T w0, __global const ACC_T* x0, const ACC_T w1,
+                         __global const ACC_T* x1)
+{
+    if (!skip_zero || w0 != 0)
+#pragma unroll
+        for (int k = 0; k < n; ++k)
+            acc0[k] += w0 * LOADG(x0 + k * GV);
+    if (!skip_zero || w1 != 0)
+#pragma unroll
+        for (int k = 0; k < n; ++k)
+            acc1[k] += w1 * LOADG(x1 + k * GV);
+}
+
 CLK_INLINE void swap_accs(gvec acc0[CHUNK], gvec acc1[CHUNK], const int n)
 {
 #pragma unroll
@@ -214,19 +230,10 @@ CLK_INLINE void direct_taps(__global const ACC_T* src, __global const int* rowma
          * in pairs with no swap (a third less time for that pass on PoCL) */
 #pragma unroll 1
         for (; t + 2 <= kh; t += 2) {
-            const ACC_T w0 = mask[t], w1 = mask[t + 1];
-            __global const ACC_T* x0 = src + (size_t)(by_rowmap ? rowmap[r + t] : r)
-                                     * (size_t)rowlen + ev - halo_l;
-            __global const ACC_T* x1 = src + (size_t)(by_rowmap ? rowmap[r + t + 1] : r)
-                                     * (size_t)rowlen + ev - halo_l;
-            if (!skip_zero || w0 != 0)
-#pragma unroll
-                for (int k = 0; k < n; ++k)
-                    acc0[k] += w0 * LOADG(x0 + k * GV);
-            if (!skip_zero || w1 != 0)
-#pragma unroll
-                for (int k = 0; k < n; ++k)
-                    acc1[k] += w1 * LOADG(x1 + k * GV);
+            const size_t r0 = (size_t)(by_rowmap ? rowmap[r + t] : r);
+            const size_t r1 = (size_t)(by_rowmap ? rowmap[r + t + 1] : r);
+            tap_pair(acc0, acc1, n, skip_zero, mask[t], src + r0 * (size_t)rowlen + ev - halo_l,
+                     mask[t + 1], src + r1 * (size_t)rowlen + ev - halo_l);
         }
     }
 #pragma unroll 1
@@ -241,16 +248,8 @@ CLK_INLINE void direct_taps(__global const ACC_T* src, __global const int* rowma
         if (order == ORDER_CPU) {
 #pragma unroll 1
             for (; s + 2 <= kw; s += 2) {
-                const ACC_T w0 = w[s], w1 = w[s + 1];
                 __global const ACC_T* x = row + s * channels;
-                if (!skip_zero || w0 != 0)
-#pragma unroll
-                    for (int k = 0; k < n; ++k)
-                        acc0[k] += w0 * LOADG(x + k * GV);
-                if (!skip_zero || w1 != 0)
-#pragma unroll
-                    for (int k = 0; k < n; ++k)
-                        acc1[k] += w1 * LOADG(x + channels + k * GV);
+                tap_pair(acc0, acc1, n, skip_zero, w[s], x, w[s + 1], x + channels);
             }
         }
 #pragma unroll 1
