@@ -20,7 +20,7 @@ class Geometry:
         self.variant = variant
         self.defines = defines
         self.__dict__.update(sizes)
-        self._made = {}  # (width, rows) -> sizes: the same tuples for every call of a plan
+        self._made = {}  # (width, rows, kernel) -> sizes: the same tuples for every call of a plan
 
     def sizes(self, width: int, rows: int, kernel: str = ""):
         """(global, local) sizes of ``kernel`` for ``rows`` rows of ``width`` pixels."""

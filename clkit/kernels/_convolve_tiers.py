@@ -131,21 +131,17 @@ class Generic:
         self.optimised = None
         self._convert = program("convolve_generic", options=self.options,
                                 **convert_defines(self.acc))
-        self._convert_here = self._convert  # the build device_src runs
-        quick = dict(defines, WITH_CONVERT=1)
+        # the quick tier's one build: the filter kernel and to_acc, without optimisation
+        self._quick = dict(defines, WITH_CONVERT=1)
         if work is not None and _tiers.use_quick(self.prg, device, work=work):
             self.optimised = self.prg
-            self.prg = program("convolve_generic", options=UNOPTIMISED, **quick)
-            if not _build.available(self._convert.source, self._convert.options, device) \
-                    and (device, self.acc) not in _quick_convert_ready:
+            self.prg = program("convolve_generic", options=UNOPTIMISED, **self._quick)
+            if (device, self.acc) not in _quick_convert_ready and \
+                    not _build.available(self._convert.source, self._convert.options, device):
                 # its code generated now (50 ms on PoCL), not at the first image of another
                 # dtype, which the background builds could then hold up
-                prime_convert(device, self.acc, UNOPTIMISED, **quick)
+                prime_convert(device, self.acc, UNOPTIMISED, **self._quick)
                 _quick_convert_ready.add((device, self.acc))
-        if (device, self.acc) in _quick_convert_ready and _tiers.pending(self._convert, device):
-            # to_acc's own build is still under way (built in the call, or launched first
-            # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves
-            self._convert_here = program("convolve_generic", options=UNOPTIMISED, **quick)
         self.border = border  # clkit.h's number of the border mode
         self.skip = int(f.skip_zero_taps)
         self.order = 1 if self.cpu else 0
@@ -181,11 +177,16 @@ class Generic:
         """A device image in the accumulation type (converted by to_acc)."""
         if src.dtype == self.acc:
             return src
+        convert = self._convert
+        if (self.device, self.acc) in _quick_convert_ready and \
+                _tiers.pending(convert, self.device):
+            # to_acc's own build is still under way (built in the call, or launched first
+            # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves
+            convert = program("convolve_generic", options=UNOPTIMISED, **self._quick)
         out = cl_array.empty(self.queue, src.shape, self.acc)
         n = src.size
-        self._convert_here.to_acc(src, out, n, TYPE_CODES[src.dtype],
-                                  global_size=round_up(n, 64), local_size=64, device=self.device,
-                                  wait=False, queue=self.queue)
+        convert.to_acc(src, out, n, TYPE_CODES[src.dtype], global_size=round_up(n, 64),
+                       local_size=64, device=self.device, wait=False, queue=self.queue)
         return out
 
     def _pass(self, f, rowmap, mask, rows, cval, kh, kw, anchor_x, unroll, by_rowmap):
