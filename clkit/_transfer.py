@@ -25,7 +25,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import _trace
-from ._array import _size, check_alloc, wrap
+from ._array import _size, check_alloc, enqueue_copy, wait_for_queue, wrap
 from ._pinned import pinned_context
 from ._runtime import driver_error
 
@@ -180,7 +180,7 @@ def aligned_empty(shape, dtype, align: int = OUTPUT_ALIGN) -> np.ndarray:
 
 def _copy_traced(queue, dst, src, direction, nbytes, blocking, **offsets):
     t0 = _trace.active and _trace.clock()
-    event = cl.enqueue_copy(queue, dst, src, is_blocking=blocking, **offsets)
+    event = enqueue_copy(queue, dst, src, blocking, **offsets)
     if t0:
         _trace.transfer(t0, direction, event, queue, nbytes, blocking=blocking)
     return event
@@ -263,7 +263,7 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         if t0:
             _trace.transfer(t0, "d2h", event, queue, None, False, "d2h (map)")  # no copy
         mapped.base.release(queue)
-        queue.finish()
+        wait_for_queue(queue)
         return host
     if not arr.flags.c_contiguous:
         ends = [(n - 1) * s for n, s in zip(arr.shape, arr.strides)]
