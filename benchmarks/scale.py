@@ -22,6 +22,7 @@ import numpy as np
 
 import clkit
 from clkit import kernels as ck
+from clkit import _tiers
 from clkit._launch import recording
 
 
@@ -61,9 +62,11 @@ def interleaved_us(ours, theirs, rounds, calls, queue, warmup):
 
 def kernel_ms(fn, queue, repeat):
     """Median over ``repeat`` runs of the summed event times of the kernels ``fn`` launches
-    (``queue`` finished after each), after one run as a warm-up."""
+    (``queue`` finished after each), after one run as a warm-up and the background builds it
+    queued: the kernels a loop of such calls settles on."""
     fn()
     queue.finish()
+    _tiers.wait_idle()
     times = []
     for _ in range(repeat):
         with recording() as launches:
