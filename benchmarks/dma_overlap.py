@@ -20,6 +20,11 @@ these ways:
 
 Each way prints ms per image and its share of what the link allows with both
 directions busy (measured first: pinned copies up and down at once on two queues).
+
+With ``--library``, batches of 7680x4320 images in pinned arrays go through
+``clkit.map`` instead (``grayscale`` uint8 and ``convolve`` 5x5 float32, as in
+``gpu_e2e.py``), alternating between clkit's waits (copies' and markers' events)
+and blocking copies with ``queue.finish()``, ROUNDS times.
 """
 
 from __future__ import annotations
@@ -147,6 +152,38 @@ def by_one_thread(lanes, knl, images, per_direction, context):
         ev.wait()
 
 
+def library(args):
+    """clkit.map over pinned images: the library's event waits against blocking copies."""
+    from clkit import _map, _transfer
+    import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
+
+    def blocking_copy(queue, dst, src, blocking, **offsets):
+        return cl.enqueue_copy(queue, dst, src, is_blocking=blocking, **offsets)
+
+    sides = {"event waits": (_transfer.enqueue_copy, _transfer.wait_for_queue),
+             "blocking copies, finish": (blocking_copy, cl.CommandQueue.finish)}
+    dev = clkit.select(args.device or "gpu")
+    rt = clkit.runtime(dev)
+    cases = gpu_e2e.cases(4320, 7680, np.random.default_rng(0))
+    lk = gpu_e2e.link(rt, max(c[1].nbytes for c in cases), 5)
+    print(f"{dev}: link {lk['both_up_GBs']:.1f} + {lk['both_down_GBs']:.1f} GB/s both at once")
+    try:
+        for r in range(args.rounds):
+            for name, (copy, finish) in sides.items():
+                _transfer.enqueue_copy, _transfer.wait_for_queue = copy, finish
+                _map.wait_for_queue = finish
+                for case in cases:
+                    row = gpu_e2e.batch(dev, case, lk, args.images, 6)
+                    n = row["images"]
+                    print(f"round {r}, {name:24s} {row['case']:22s} pinned "
+                          f"{row['pinned_ms'] / n:.2f} ms per image "
+                          f"({row['link_both_ms'] / row['pinned_ms']:.2f}x of the link), "
+                          f"numpy {row['numpy_ms'] / n:.2f}", flush=True)
+    finally:
+        _transfer.enqueue_copy, _transfer.wait_for_queue = sides["event waits"]
+        _map.wait_for_queue = sides["event waits"][1]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default=None)
@@ -154,7 +191,10 @@ def main():
     ap.add_argument("--images", type=int, default=32)
     ap.add_argument("--lanes", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--library", action="store_true", help="clkit.map over pinned images")
     args = ap.parse_args()
+    if args.library:
+        return library(args)
     rt = clkit.runtime(args.device)
     context = rt.context
     nbytes = int(args.mb * 1e6) // 16 * 16
