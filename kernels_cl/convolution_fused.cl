@@ -49,7 +49,17 @@
 #define OUT_H (LY * PY)
 #define TMP_H (OUT_H + KH - 1)
 #define HL4 ((HALO_L + 3) / 4 * 4)             /* the left halo, rounded up to whole vectors */
-#define NV ((HL4 + 4 + HALO_R + 3) / 4)         /* vectors of a work-item's span */
+/* The row pass's work-items (VEC4): ROW_EPI adjacent row elements each, RT of them per row of
+ * tmp, RROWS rows of tmp at a time; a span of RNV vectors each. */
+#ifndef ROW_EPI
+#define ROW_EPI EPI
+#endif
+#if ROW_EPI % EPI || EW % ROW_EPI || (LX * LY) % (EW / ROW_EPI)
+#error "ROW_EPI must divide the group's row elements in whole vectors over whole rows"
+#endif
+#define RT (EW / ROW_EPI)
+#define RROWS (LX * LY / RT)
+#define RNV ((HL4 + ROW_EPI + HALO_R + 3) / 4)
 
 /* The row pass of element e of source row srow (not a row of cval); inside: no tap needs
  * folding. */
@@ -99,47 +109,58 @@ void convolve_fused(__global const SRC_T* restrict src,
     /* Away from the row's ends no tap needs folding: plain loads, the same for every item. */
     const bool inside = e0 >= HALO_L && e0 + EW + HALO_R <= rowlen;
 #if VEC4
+    const int rx = (ly * LX + lx) % RT;
+    const int er = e0 + rx * ROW_EPI;  /* this work-item's first element in the row pass */
     /* and the spans start on 16 bytes: whole vectors */
-    const bool vectors = (rowlen & 3) == 0 && e0 >= HL4 && e0 + EW - 4 - HL4 + 4 * NV <= rowlen;
-#endif
+    const bool vectors = (rowlen & 3) == 0 && e0 >= HL4 &&
+                         e0 + EW - ROW_EPI - HL4 + 4 * RNV <= rowlen;
 
-    for (int t = ly; t < TMP_H; t += LY) {
+    for (int t = (ly * LX + lx) / RT; t < TMP_H; t += RROWS) {
         /* padded rows past the band feed only outputs past it, which are not written */
         const int srow = rowmap[min(p0 + t, last_p)];
-        __local ACC_T* out = tmp + t * EW + lx * EPI;
-#if VEC4
+        __local float* out = tmp + t * EW + rx * ROW_EPI;
         if (srow < 0) {
-            *(__local float4*)out = (float4)cval_rows;
-        } else if (vectors) {
-            __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (e - HL4);
-            float v[4 * NV];
 #pragma unroll
-            for (int i = 0; i < NV; i++)
+            for (int q = 0; q < ROW_EPI / 4; q++)
+                ((__local float4*)out)[q] = (float4)cval_rows;
+        } else if (vectors) {
+            __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (er - HL4);
+            float v[4 * RNV];
+#pragma unroll
+            for (int i = 0; i < RNV; i++)
                 vstore4(LOAD_SRC4(s + 4 * i), i, v);
-            float4 acc = 0;
+#pragma unroll
+            for (int q = 0; q < ROW_EPI / 4; q++) {
+                float4 acc = 0;
 #if KW <= 64
 #pragma unroll
 #endif
-            for (int k = 0; k < KW; k++) {
-                const int a = HL4 - HALO_L + k * CHANNELS;
-                IF_TAP_USED(MASK_ROW, row, k)
-                    acc += row[k] * (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
+                for (int k = 0; k < KW; k++) {
+                    const int a = HL4 - HALO_L + k * CHANNELS + 4 * q;
+                    IF_TAP_USED(MASK_ROW, row, k)
+                        acc += row[k] * (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
+                }
+                ((__local float4*)out)[q] = acc;
             }
-            *(__local float4*)out = acc;
         } else {
-            for (int c = 0; c < 4; c++)
-                out[c] = e + c < rowlen ? row_element(src, row, srow, e + c, width, cval, inside)
-                                        : 0;
+            for (int c = 0; c < ROW_EPI; c++)
+                out[c] = er + c < rowlen
+                             ? row_element(src, row, srow, er + c, width, cval, inside) : 0;
         }
+    }
 #else
+    for (int t = ly; t < TMP_H; t += LY) {
+        /* padded rows past the band feed only outputs past it, which are not written */
+        const int srow = rowmap[min(p0 + t, last_p)];
+        __local ACC_T* out = tmp + t * EW + lx;
         ACC_T acc = 0;
         if (srow < 0)
             acc = cval_rows;
         else if (e < rowlen)
             acc = row_element(src, row, srow, e, width, cval, inside);
         out[0] = acc;
-#endif
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     if (e >= rowlen)
         return;
