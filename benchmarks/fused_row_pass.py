@@ -23,7 +23,7 @@ from clkit.kernels import _filter, gaussian_blur
 from gpu_conv_sweep import kernel_median_ms  # benchmarks/: first on sys.path
 
 VARIANTS = [((8, 32, 4), 4), ((8, 32, 4), 8), ((8, 16, 8), 8), ((8, 16, 8), 4),
-            ((16, 8, 8), 8), ((8, 64, 2), 8), ((4, 64, 4), 8)]
+            ((16, 8, 8), 8), ((4, 64, 4), 8), ((8, 16, 4), 8)]
 ROW_EPI: list = [4]
 
 
