@@ -8,7 +8,8 @@ intermediate from one span of source vectors: the span of 4 outputs is the 4
 elements and the mask's halo, so wider spans load fewer vectors per output.
 This times the kernel (event time, median of ROUNDS calls) for each
 (work-group shape LX, LY, PY; ROW_EPI) of VARIANTS, two rounds in turn, on
-float32 and uint8 images, and compares every result with the first variant's.
+float32 and uint8 images, and compares every result with the first variant's.  clkit
+builds 8 elements per work-item for rows of up to 17 taps, 4 beyond (``FUSED_WIDE_ROW_HALO``).
 """
 
 from __future__ import annotations

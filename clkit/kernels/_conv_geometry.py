@@ -171,9 +171,12 @@ FUSED_SHAPE = (32, 8, 8)
 FUSED_SHAPE4 = (8, 32, 4)
 #: Whether images summed in float take the four-element form (convolution_fused.cl's VEC4).
 FUSED_VEC4 = True
+#: The widest halo (row elements on both sides together) for which the four-element form's row
+#: pass computes 8 elements per work-item (convolution_fused.cl's ROW_EPI), 4 beyond it.
+FUSED_WIDE_ROW_HALO = 16
 
 
-def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
+def fused(device, kh, kw, channels, itemsize, vec4=False) -> Geometry | None:
     """The one-kernel separable filter's work-groups on a GPU, or None where it does not fit.
 
     A work-group of LX x LY work-items computes LX * EPI row elements (EPI = 4 with ``vec4``,
@@ -188,7 +191,11 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
     rows is the fastest at every height: float32 sigma 2, 3, 5 and 7 0.134, 0.174, 0.259 and
     0.362 ms, against 0.145, 0.186, 0.275 and 0.368 for 8 x 32 of 8 rows and 0.138, 0.195,
     0.319 and 0.469 for 16 x 16 of 4; uint8 0.109, 0.159, 0.256 and 0.390, against 0.128,
-    0.169, 0.277 and 0.396 (8 x 32 of 8).  Streaming each work-item's own rows through
+    0.169, 0.277 and 0.396 (8 x 32 of 8).  A row pass of 8 elements per work-item, which
+    loads 6 vectors for them where 4 elements load 5 (a 17-tap row), took 0.121-0.123 ms at
+    float32 sigma 2 against 0.135-0.136, 0.111 against 0.114-0.116 at sigma 1.5, but 0.162
+    against 0.151-0.152 at sigma 2.5 (21 taps: a longer span in registers); uint8 0.099-0.113
+    against 0.100-0.112 (``benchmarks/fused_row_pass.py``).  Streaming each work-item's own rows through
     registers, with no local memory, took 0.40 ms; staging each source row in local memory
     before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the
     two passes, beyond them slower, as its row pass recomputes more rows per tile
@@ -210,5 +217,7 @@ def fused(device, kh, channels, itemsize, vec4=False) -> Geometry | None:
         py //= 2
     if py < 1:
         return None
-    return Geometry("fused", dict(LX=lx, LY=ly, PY=py, VEC4=int(vec4)), channels=channels,
-                    lx=lx, ly=ly, py=py, epi=epi)
+    defines = dict(LX=lx, LY=ly, PY=py, VEC4=int(vec4))
+    if vec4:
+        defines["ROW_EPI"] = 8 if (kw - 1) * channels <= FUSED_WIDE_ROW_HALO else 4
+    return Geometry("fused", defines, channels=channels, lx=lx, ly=ly, py=py, epi=epi)

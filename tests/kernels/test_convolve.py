@@ -852,15 +852,15 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
     monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
     monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE4", (8, 32, 8))
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
-        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 16  # 144 rows of 32 floats
-        assert _conv_geometry.fused(as_gpu, 25, 1, 4).py == 16  # the tallest it takes
-        assert _conv_geometry.fused(as_gpu, 27, 1, 4) is None  # two passes are faster there
+        assert _conv_geometry.fused(as_gpu, 17, 17, 1, 4).py == 16  # 144 rows of 32 floats
+        assert _conv_geometry.fused(as_gpu, 25, 25, 1, 4).py == 16  # the tallest it takes
+        assert _conv_geometry.fused(as_gpu, 27, 27, 1, 4) is None  # two passes are faster there
         limit = _conv_geometry.FUSED_MAX_ROWS[4]  # four elements each
-        assert _conv_geometry.fused(as_gpu, limit, 1, 4, vec4=True).py == 8
-        assert _conv_geometry.fused(as_gpu, limit + 2, 1, 4, vec4=True) is None
+        assert _conv_geometry.fused(as_gpu, limit, limit, 1, 4, vec4=True).py == 8
+        assert _conv_geometry.fused(as_gpu, limit + 2, limit + 2, 1, 4, vec4=True) is None
     with reporting(as_gpu, local_mem=12 * 1024):
-        assert _conv_geometry.fused(as_gpu, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
-        assert _conv_geometry.fused(as_gpu, 81, 1, 4) is None  # two passes, as above
+        assert _conv_geometry.fused(as_gpu, 17, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
+        assert _conv_geometry.fused(as_gpu, 81, 81, 1, 4) is None  # two passes, as above
         image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
         mask = np.outer(rng.standard_normal(81), rng.standard_normal(3))
         from clkit.kernels._filter import Filter
