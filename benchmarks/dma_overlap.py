@@ -7,7 +7,7 @@ copy kernel and back down, several at once, with plain pyopencl, in each of
 these ways:
 
 - ``threads, blocking read``: one thread per lane, each with its own queue:
-  upload enqueued, kernel, blocking download (what a lane of ``clkit.map`` does);
+  upload enqueued, kernel, blocking download;
 - ``threads, event.wait``: the download enqueued without blocking, then its event
   waited for;
 - ``threads, polled``: the same, its event's status polled with short sleeps;
@@ -23,8 +23,8 @@ directions busy (measured first: pinned copies up and down at once on two queues
 
 With ``--library``, batches of 7680x4320 images in pinned arrays go through
 ``clkit.map`` instead (``grayscale`` uint8 and ``convolve`` 5x5 float32, as in
-``gpu_e2e.py``), alternating between clkit's waits (copies' and markers' events)
-and blocking copies with ``queue.finish()``, ROUNDS times.
+``gpu_e2e.py``), alternating between clkit's downloads into pinned memory
+(enqueued, then their event waited for) and blocking ones, ROUNDS times.
 """
 
 from __future__ import annotations
@@ -153,15 +153,14 @@ def by_one_thread(lanes, knl, images, per_direction, context):
 
 
 def library(args):
-    """clkit.map over pinned images: the library's event waits against blocking copies."""
-    from clkit import _map, _transfer
+    """clkit.map over pinned images: the library's event waits against blocking downloads."""
+    from clkit import _transfer
     import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
-    def blocking_copy(queue, dst, src, blocking, **offsets):
-        return cl.enqueue_copy(queue, dst, src, is_blocking=blocking, **offsets)
+    def blocking_download(queue, host, src, offset):
+        cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
 
-    sides = {"event waits": (_transfer.enqueue_copy, _transfer.wait_for_queue),
-             "blocking copies, finish": (blocking_copy, cl.CommandQueue.finish)}
+    sides = {"event waits": _transfer.pinned_download, "blocking downloads": blocking_download}
     dev = clkit.select(args.device or "gpu")
     rt = clkit.runtime(dev)
     cases = gpu_e2e.cases(4320, 7680, np.random.default_rng(0))
@@ -169,9 +168,8 @@ def library(args):
     print(f"{dev}: link {lk['both_up_GBs']:.1f} + {lk['both_down_GBs']:.1f} GB/s both at once")
     try:
         for r in range(args.rounds):
-            for name, (copy, finish) in sides.items():
-                _transfer.enqueue_copy, _transfer.wait_for_queue = copy, finish
-                _map.wait_for_queue = finish
+            for name, download in sides.items():
+                _transfer.pinned_download = download
                 for case in cases:
                     row = gpu_e2e.batch(dev, case, lk, args.images, 6)
                     n = row["images"]
@@ -180,8 +178,7 @@ def library(args):
                           f"({row['link_both_ms'] / row['pinned_ms']:.2f}x of the link), "
                           f"numpy {row['numpy_ms'] / n:.2f}", flush=True)
     finally:
-        _transfer.enqueue_copy, _transfer.wait_for_queue = sides["event waits"]
-        _map.wait_for_queue = sides["event waits"][1]
+        _transfer.pinned_download = sides["event waits"]
 
 
 def main():

@@ -39,27 +39,6 @@ def wrap(queue, shape: tuple, dtype: np.dtype, buffer) -> Array:
                  _size=math.prod(shape), _context=queue.context, _queue=queue)
 
 
-def enqueue_copy(queue, dst, src, blocking: bool, **offsets):
-    """``pyopencl.enqueue_copy``, whose blocking form waits for the copy's event instead.
-
-    A blocking copy on NVIDIA's OpenCL keeps copies on the process's other queues from
-    overlapping it: lanes of pinned images (up, a kernel, down) moved them at 0.52-0.58x of
-    what the link allows with both directions busy with blocking downloads, 0.87-0.98x waiting
-    for the download's event (``benchmarks/dma_overlap.py`` on an H200).
-    """
-    event = cl.enqueue_copy(queue, dst, src, is_blocking=False, **offsets)
-    if blocking:
-        event.wait()
-    return event
-
-
-def wait_for_queue(queue) -> None:
-    """Return once the work enqueued on ``queue`` (in order) so far has finished: the wait for
-    a marker's event, which unlike ``queue.finish()`` leaves other queues' copies to overlap
-    (see :func:`enqueue_copy`)."""
-    cl.enqueue_marker(queue).wait()
-
-
 def to_device(array, device=None) -> Array:
     """Copy a numpy array to a device.
 
@@ -93,7 +72,7 @@ def to_device(array, device=None) -> Array:
         arr = cl_array.empty(rt.queue, host.shape, host.dtype)
         if host.nbytes:
             t0 = _trace.active and _trace.clock()
-            event = enqueue_copy(rt.queue, arr.base_data, host, True)
+            event = cl.enqueue_copy(rt.queue, arr.base_data, host, is_blocking=True)
             if t0:
                 _trace.transfer(t0, "h2d", event, rt.queue, host.nbytes, blocking=True)
         return arr

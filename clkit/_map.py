@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyopencl.array as cl_array
 
-from ._array import wait_for_queue
 from ._devices import one_launch_at_a_time, select, select_many, turns
 from ._errors import ArgumentTypeError, ClkitError
 from ._runtime import Runtime, runtime, using_queue
@@ -165,11 +164,11 @@ def _serial(function, source, args, kwargs, rts):
 def _call(function, index, image, args, kwargs, rt: Runtime, q,
           together=contextlib.nullcontext()):
     if isinstance(image, cl_array.Array):
-        wait_for_queue(image.queue)  # made on another queue: its data must be there before this lane reads
+        image.queue.finish()  # made on another queue: its data must be there before this lane reads
     try:
         with together, using_queue(rt, q):
             result = function(image, *args, device=rt.device, **kwargs)
-            wait_for_queue(q)
+            q.finish()
     except Exception as exc:
         raise _at(exc, index) from exc
     if isinstance(result, cl_array.Array) and result.queue is q:
