@@ -19,7 +19,8 @@ these ways:
   queues, ordered by events, waiting as above.
 
 Each way prints ms per image and its share of what the link allows with both
-directions busy (measured first: pinned copies up and down at once on two queues).
+directions busy (measured first, as ``gpu_e2e.py`` does: pinned copies up and down at
+once on two queues, each direction's bytes at its event-timed rate).
 
 With ``--library``, batches of 7680x4320 images in pinned arrays go through
 ``clkit.map`` instead (``grayscale`` uint8 and ``convolve`` 5x5 float32, as in
@@ -37,6 +38,7 @@ import numpy as np
 import pyopencl as cl
 
 import clkit
+import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
 SRC = """
 __kernel void twice(__global const float4* a, __global float4* b) {
@@ -46,42 +48,13 @@ __kernel void twice(__global const float4* a, __global float4* b) {
 """
 
 
-def pinned(context, queue, nbytes):
-    buf = cl.Buffer(context, cl.mem_flags.ALLOC_HOST_PTR | cl.mem_flags.READ_WRITE, nbytes)
-    host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
-                                    (nbytes // 4,), np.float32)
-    host[...] = 1
-    return buf, host
-
-
-def link_both_ms(context, nbytes, repeat=5):
-    """ms to move nbytes up and nbytes down at once (the slower direction)."""
-    up_q, down_q = cl.CommandQueue(context), cl.CommandQueue(context)
-    _, host_up = pinned(context, up_q, nbytes)
-    _, host_down = pinned(context, down_q, nbytes)
-    dev_up = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    dev_down = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_copy(up_q, dev_down, host_up).wait()
-    times = []
-    for _ in range(repeat + 1):
-        t0 = time.perf_counter()
-        a = cl.enqueue_copy(up_q, dev_up, host_up, is_blocking=False)
-        b = cl.enqueue_copy(down_q, host_down, dev_down, is_blocking=False)
-        up_q.flush()
-        down_q.flush()
-        a.wait()
-        b.wait()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times[1:]))
-
-
 class Lane:
-    def __init__(self, context, nbytes):
-        self.queue = cl.CommandQueue(context)
-        self.dev_in = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-        self.dev_out = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-        _, self.host_in = pinned(context, self.queue, nbytes)
-        _, self.host_out = pinned(context, self.queue, nbytes)
+    def __init__(self, rt, nbytes):
+        self.queue = cl.CommandQueue(rt.context)
+        self.dev_in = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nbytes)
+        self.dev_out = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nbytes)
+        self.host_in = gpu_e2e.pinned_host(rt, self.queue, nbytes).view(np.float32)
+        self.host_out = gpu_e2e.pinned_host(rt, self.queue, nbytes).view(np.float32)
 
 
 def wait_polled(event):
@@ -155,7 +128,6 @@ def by_one_thread(lanes, knl, images, per_direction, context):
 def library(args):
     """clkit.map over pinned images: the library's event waits against blocking downloads."""
     from clkit import _transfer
-    import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
     def blocking_download(queue, host, src, offset):
         cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)
@@ -196,10 +168,11 @@ def main():
     context = rt.context
     nbytes = int(args.mb * 1e6) // 16 * 16
     knl = cl.Program(context, SRC).build().twice
-    both = link_both_ms(context, nbytes)
+    lk = gpu_e2e.link(rt, nbytes, 5)
+    both = max(nbytes / lk["both_up_GBs"], nbytes / lk["both_down_GBs"]) / 1e6
     print(f"{rt.device.name}: {nbytes / 1e6:.1f} MB each way per image, link with both "
           f"directions busy {both:.2f} ms ({nbytes / both / 1e6:.1f} GB/s each way)")
-    lanes = [Lane(context, nbytes) for _ in range(args.lanes)]
+    lanes = [Lane(rt, nbytes) for _ in range(args.lanes)]
     ways = {
         "threads, blocking read": lambda: by_threads(lanes, knl, args.images, "blocking"),
         "threads, event.wait": lambda: by_threads(lanes, knl, args.images, "wait"),
