@@ -669,7 +669,11 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
                                          (7.0, (70, 132)),  # the tallest: 57 rows
                                          (3.0, (41, 33, 2)),
                                          # rows of whole 16-byte vectors, several groups wide
-                                         (2.0, (37, 520)), (3.0, (20, 260, 2))], ids=str)
+                                         (2.0, (37, 520)), (3.0, (20, 260, 2)),
+                                         # short rows of channels (sigma y, sigma x): 8
+                                         # elements per work-item of the row pass
+                                         ((2.0, 1.0), (40, 300, 2)), ((2.0, 0.6), (21, 256, 3))],
+                         ids=str)
 def test_gpu_fused_gaussian(as_gpu, rng, monkeypatch, mode, sigma, shape):
     fused_gaussian_case(as_gpu, rng, mode, sigma, shape, np.float32, monkeypatch)
 
@@ -697,7 +701,7 @@ def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, monkeypatch, mode, sigma
 def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
     from clkit.kernels import _conv_geometry, _dispatch
     from clkit.kernels._filter import Filter
-    if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
+    if as_gpu.simulator and (np.max(sigma) > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     # masks as tall as the kernel takes (57 rows), beyond those it is shipped for
     monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS", {4: 57, 1: 25})
@@ -710,7 +714,7 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
     got = ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu)
     assert got.dtype == result_dtype(dtype)
     expected, scale = gaussian_reference(image, sigma, mode, -0.75)
-    taps = 2 * int(4.0 * sigma + 0.5) + 1
+    taps = 2 * int(4.0 * np.max(sigma) + 0.5) + 1
     assert_close_scaled(got, expected, scale, ulps=filter_ulps(2 * taps), what="gaussian_blur")
 
 
