@@ -55,8 +55,8 @@
 #define OUT_H (LY * PY)
 #define TMP_H (OUT_H + KH - 1)
 #define HL4 ((HALO_L + 3) / 4 * 4)             /* the left halo, rounded up to whole vectors */
-/* The row pass's work-items (VEC4): ROW_EPI adjacent row elements each, RT of them per row of
- * tmp, RROWS rows of tmp at a time; a span of RNV vectors each. */
+/* The row pass's work-items: ROW_EPI adjacent row elements each (EPI, or with VEC4 more), RT of
+ * them per row of tmp, RROWS rows of tmp at a time; with VEC4 a span of RNV vectors each. */
 #ifndef ROW_EPI
 #define ROW_EPI EPI
 #endif
@@ -114,22 +114,29 @@ void convolve_fused(__global const SRC_T* restrict src,
     const int last_p = out_rows + KH - 2;
     /* Away from the row's ends no tap needs folding: plain loads, the same for every item. */
     const bool inside = e0 >= HALO_L && e0 + EW + HALO_R <= rowlen;
-#if VEC4
     const int rx = (ly * LX + lx) % RT;
     const int er = e0 + rx * ROW_EPI;  /* this work-item's first element in the row pass */
+#if VEC4
     /* and the spans start on 16 bytes: whole vectors */
     const bool vectors = (rowlen & 3) == 0 && e0 >= HL4 &&
                          e0 + EW - ROW_EPI - HL4 + 4 * RNV <= rowlen;
+#endif
 
     for (int t = (ly * LX + lx) / RT; t < TMP_H; t += RROWS) {
         /* padded rows past the band feed only outputs past it, which are not written */
         const int srow = rowmap[min(p0 + t, last_p)];
-        __local float* out = tmp + t * EW + rx * ROW_EPI;
+        __local ACC_T* out = tmp + t * EW + rx * ROW_EPI;
         if (srow < 0) {
+#if VEC4
 #pragma unroll
             for (int q = 0; q < ROW_EPI / 4; q++)
                 ((__local float4*)out)[q] = (float4)cval_rows;
-        } else if (vectors) {
+#else
+            out[0] = cval_rows;
+#endif
+        }
+#if VEC4
+        else if (vectors) {
             __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (er - HL4);
             float v[4 * RNV];
 #pragma unroll
@@ -148,25 +155,14 @@ void convolve_fused(__global const SRC_T* restrict src,
                 }
                 ((__local float4*)out)[q] = acc;
             }
-        } else {
+        }
+#endif
+        else {
             for (int c = 0; c < ROW_EPI; c++)
                 out[c] = er + c < rowlen
                              ? row_element(src, row, srow, er + c, width, cval, inside) : 0;
         }
     }
-#else
-    for (int t = ly; t < TMP_H; t += LY) {
-        /* padded rows past the band feed only outputs past it, which are not written */
-        const int srow = rowmap[min(p0 + t, last_p)];
-        __local ACC_T* out = tmp + t * EW + lx;
-        ACC_T acc = 0;
-        if (srow < 0)
-            acc = cval_rows;
-        else if (e < rowlen)
-            acc = row_element(src, row, srow, e, width, cval, inside);
-        out[0] = acc;
-    }
-#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     if (e >= rowlen)
         return;

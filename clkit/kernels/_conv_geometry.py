@@ -197,8 +197,8 @@ def fused(device, kh, kw, channels, itemsize, vec4=False) -> Geometry | None:
     against 0.151-0.152 at sigma 2.5 (21 taps: a longer span in registers); uint8 0.099-0.113
     against 0.100-0.112 (``benchmarks/fused_row_pass.py``).  Streaming each work-item's own
     rows through registers, with no local memory, took 0.40 ms; staging each source row in
-    local memory before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is faster than the
-    two passes, beyond them slower, as its row pass recomputes more rows per tile
+    local memory before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is
+    faster than the two passes, beyond them slower, as its row pass recomputes more rows per tile
     (``benchmarks/fused_rows.py``).  Four elements, against the two passes streamed through
     registers (images summed in float): float32 21 rows (sigma 2.5) 0.151 against 0.158 ms,
     25 rows 0.174 against 0.162, 33 rows 0.235 against 0.182, 57 rows 0.362 against 0.281;
