@@ -183,5 +183,23 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
 /* Elements [0, 4) at p as a float4, in one load (the VEC4 forms, whose ACC_T is float): p must
  * lie on a multiple of 4 elements. */
 #define LOAD_SRC4(p) convert_float4(*(__global const CLK_VEC(SRC_T, 4)*)(p))
+/* The same at any element: in rows whose length is not a multiple of 4, where no vector of a
+ * row but the first lies on one. */
+#define LOADU_SRC4(p) convert_float4(vload4(0, (p)))
+
+/* The first min(left, 4) elements of v at d (left > 0): one store where 4 are left, of an
+ * aligned vector where ``aligned`` says d lies on a multiple of 4 floats with 4 left. */
+CLK_INLINE void store4(__global float* d, const float4 v, const int left, const bool aligned)
+{
+    if (aligned) {
+        *(__global float4*)d = v;
+    } else if (left >= 4) {
+        vstore4(v, 0, d);
+    } else {
+        const float a[4] = {v.x, v.y, v.z, v.w};
+        for (int c = 0; c < left; c++)
+            d[c] = a[c];
+    }
+}
 
 #endif /* CLKIT_CONVOLUTION_H */

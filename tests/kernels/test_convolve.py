@@ -597,14 +597,15 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
 
 
 # rows of a multiple of 4 elements, in several work-groups of 128 (whole vectors inside the
-# row, folded ones at its ends), and rows of other lengths (every vector folded); images summed
-# in float (a float64 image, and one of wide integers where the device has fp64, summed in
-# double, keep outputs LX apart)
+# row, folded ones at its ends), and rows of other lengths (vectors off the 16-byte grid inside
+# the row); images summed in float (a float64 image, and one of wide integers where the device
+# has fp64, summed in double, keep outputs LX apart)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shape,mask_shape,dtype", [
     ((29, 300), (9, 9), np.float32), ((13, 64, 2), (3, 5), np.float32),
     ((11, 70, 4), (5, 2), np.float32), ((26, 131), (8, 3), np.float32),
     ((5, 2), (9, 9), np.float32), ((21, 136), (5, 5), np.uint8), ((9, 68, 3), (7, 4), np.int16),
+    ((14, 133), (5, 5), np.uint8), ((10, 45, 3), (3, 4), np.int16),
     ((17, 132), (5, 5), np.float64), ((19, 72), (3, 3), np.int32)], ids=str)
 def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape,
                                            dtype):
