@@ -162,9 +162,10 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
                     channels=channels, vw=vw, nvec=nvec, rows=4)
 
 
-#: The tallest separable mask the one-kernel filter takes, by row elements per work-item: 4 for
-#: images summed in float, 1 for those summed in double (see :func:`fused`).
-FUSED_MAX_ROWS = {4: 21, 1: 25}
+#: The tallest separable mask the one-kernel filter takes: four row elements per work-item for
+#: images summed in float ("float"; "byte" for images of 1-byte elements, whose reads cost less),
+#: one for those summed in double ("double") (see :func:`fused`).
+FUSED_MAX_ROWS = {"float": 21, "byte": 29, "double": 25}
 #: The one-kernel filter's work-group (LX, LY) and output rows per work-item (PY, at most),
 #: with one row element per work-item, and with four (images summed in float).
 FUSED_SHAPE = (32, 8, 8)
@@ -176,7 +177,7 @@ FUSED_VEC4 = True
 FUSED_WIDE_ROW_HALO = 16
 
 
-def fused(device, kh, kw, channels, itemsize, vec4=False) -> Geometry | None:
+def fused(device, kh, kw, channels, itemsize, vec4=False, src_itemsize=4) -> Geometry | None:
     """The one-kernel separable filter's work-groups on a GPU, or None where it does not fit.
 
     A work-group of LX x LY work-items computes LX * EPI row elements (EPI = 4 with ``vec4``,
@@ -202,14 +203,15 @@ def fused(device, kh, kw, channels, itemsize, vec4=False) -> Geometry | None:
     (``benchmarks/fused_rows.py``).  Four elements, against the two passes streamed through
     registers (images summed in float): float32 21 rows (sigma 2.5) 0.151 against 0.158 ms,
     25 rows 0.174 against 0.162, 33 rows 0.235 against 0.182, 57 rows 0.362 against 0.281;
-    uint8 25 rows 0.158 against 0.167, 33 rows 0.193 against 0.194, 41 rows 0.260 against
-    0.233.  One element (uint8 images, before they took four), against the tiles' two passes:
-    17 rows 0.214 against 0.276, 25 rows 0.315 against 0.334 (int16 0.350 against 0.340), 29
-    rows 0.385 against 0.367.
+    uint8 (``src_itemsize`` 1) 21 rows 0.142 against 0.155, 25 rows 0.156 against 0.167, 29
+    rows 0.176 against 0.178, 33 rows 0.209 against 0.193.  One element (uint8 images, before
+    they took four), against the tiles' two passes: 17 rows 0.214 against 0.276, 25 rows 0.315
+    against 0.334 (int16 0.350 against 0.340), 29 rows 0.385 against 0.367.
     """
     vec4 = vec4 and FUSED_VEC4
     epi = 4 if vec4 else 1
-    if device.type != "gpu" or kh > FUSED_MAX_ROWS[epi]:
+    kind = "double" if not vec4 else "byte" if src_itemsize == 1 else "float"
+    if device.type != "gpu" or kh > FUSED_MAX_ROWS[kind]:
         return None
     budget = min(device.local_mem, 48 * 1024) - 1024
     lx, ly, py = FUSED_SHAPE4 if vec4 else FUSED_SHAPE

@@ -237,8 +237,9 @@ class Filter(Operation):
         if taps * acc.itemsize > constant_bytes(device):
             defines["MASK_SPACE"] = "__global"
         vec4 = acc == np.float32
-        shape = (fused(device, kh, kw, self.channels, acc.itemsize, vec4) if two_pass
-                 else None) or geometry(device, kh, kw, self.channels, acc.itemsize, two_pass, vec4)
+        shape = (fused(device, kh, kw, self.channels, acc.itemsize, vec4,
+                       self.image_dtype.itemsize) if two_pass else None) \
+            or geometry(device, kh, kw, self.channels, acc.itemsize, two_pass, vec4)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
         defines.update(self._zero_tap_defines(device))
         if self.bake_weights and shape.variant != "cpu" and "MASK_SPACE" not in defines:

@@ -705,7 +705,8 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
     if as_gpu.simulator and (np.max(sigma) > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     # masks as tall as the kernel takes (57 rows), beyond those it is shipped for
-    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS", {4: 57, 1: 25})
+    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS",
+                        {"float": 57, "byte": 57, "double": 25})
     _dispatch.forget()
     image = random_image(rng, shape, dtype)
     filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
@@ -731,7 +732,8 @@ def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
     from clkit.kernels._filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
-    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS", {4: 0, 1: 0})
+    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS",
+                        dict.fromkeys(("float", "byte", "double"), 0))
     image = random_image(rng, shape, np.float32)
     results = []
     for rows, cols in ((_conv_geometry.GPU_ROWS, _conv_geometry.GPU_COLS), (None, None)):
@@ -860,9 +862,14 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
         assert _conv_geometry.fused(as_gpu, 17, 17, 1, 4).py == 16  # 144 rows of 32 floats
         assert _conv_geometry.fused(as_gpu, 25, 25, 1, 4).py == 16  # the tallest it takes
         assert _conv_geometry.fused(as_gpu, 27, 27, 1, 4) is None  # two passes are faster there
-        limit = _conv_geometry.FUSED_MAX_ROWS[4]  # four elements each
+        limit = _conv_geometry.FUSED_MAX_ROWS["float"]  # four elements each
         assert _conv_geometry.fused(as_gpu, limit, limit, 1, 4, vec4=True).py == 8
         assert _conv_geometry.fused(as_gpu, limit + 2, limit + 2, 1, 4, vec4=True) is None
+        # images of bytes: taller masks
+        limit = _conv_geometry.FUSED_MAX_ROWS["byte"]
+        assert limit > _conv_geometry.FUSED_MAX_ROWS["float"]
+        assert _conv_geometry.fused(as_gpu, limit, limit, 1, 4, True, src_itemsize=1).py == 8
+        assert _conv_geometry.fused(as_gpu, limit + 2, limit + 2, 1, 4, True, 1) is None
     with reporting(as_gpu, local_mem=12 * 1024):
         assert _conv_geometry.fused(as_gpu, 17, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
         assert _conv_geometry.fused(as_gpu, 81, 81, 1, 4) is None  # two passes, as above
