@@ -25,7 +25,8 @@
  * accesses start on whole vectors, and go through vector pointers to say so: vload4 and vstore4
  * promise only an element's alignment, and cost more on NVIDIA's compiler (a 7680x4320 image
  * on an H200, bit-equal results: sigma 2 0.183 ms with vload4/vstore4, 0.144 ms with float4
- * pointers; sigma 5 0.436 against 0.282 ms). Other rows take vload4 and vstore4.
+ * pointers; sigma 5 0.436 against 0.282 ms). Builds for rows of other lengths read and write
+ * the vectors element by element (ROW_ALIGNED 0, see convolution.h).
  *
  * With VEC4 the row pass may give each work-item ROW_EPI (a multiple of 4) adjacent elements of a
  * row of the intermediate, which it sums from one span of source vectors: 8 elements of a 17-tap
@@ -117,10 +118,9 @@ void convolve_fused(__global const SRC_T* restrict src,
     const int rx = (ly * LX + lx) % RT;
     const int er = e0 + rx * ROW_EPI;  /* this work-item's first element in the row pass */
 #if VEC4
-    /* and the spans lie in the row: vectors (on 16 bytes where the row's length is a multiple
-     * of 4) */
-    const bool vectors = e0 >= HL4 && e0 + EW - ROW_EPI - HL4 + 4 * RNV <= rowlen;
-    const bool aligned = (rowlen & 3) == 0;
+    /* and the spans lie in the row: vectors, where ROW_VECTORS allows (see convolution.h) */
+    const bool vectors = ROW_VECTORS(rowlen) && e0 >= HL4 &&
+                         e0 + EW - ROW_EPI - HL4 + 4 * RNV <= rowlen;
 #endif
 
     for (int t = (ly * LX + lx) / RT; t < TMP_H; t += RROWS) {
@@ -140,15 +140,9 @@ void convolve_fused(__global const SRC_T* restrict src,
         else if (vectors) {
             __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (er - HL4);
             float v[4 * RNV];
-            if (aligned) {
 #pragma unroll
-                for (int i = 0; i < RNV; i++)
-                    vstore4(LOAD_SRC4(s + 4 * i), i, v);
-            } else {
-#pragma unroll
-                for (int i = 0; i < RNV; i++)
-                    vstore4(LOADU_SRC4(s + 4 * i), i, v);
-            }
+            for (int i = 0; i < RNV; i++)
+                vstore4(LOAD_ROW4(s + 4 * i), i, v);
 #pragma unroll
             for (int q = 0; q < ROW_EPI / 4; q++) {
                 float4 acc = 0;
@@ -207,7 +201,7 @@ void convolve_fused(__global const SRC_T* restrict src,
             break;
         __global OUT_T* d = dst + (size_t)(p0 + r0 + o) * (size_t)rowlen + e;
 #if VEC4
-        store4(d, acc[o], rowlen - e, aligned);
+        store_row4(d, acc[o], rowlen - e, rowlen);
 #else
         d[0] = (OUT_T)acc[o];
 #endif

@@ -25,10 +25,9 @@
  * adjacent row elements instead, for PY rows: its tile row is NV float4 reads of local memory,
  * from which every tap takes its 4 elements, where 4 outputs LX apart take 4 reads per tap. The
  * tile starts a whole vector left of the halo, so that the reads are aligned, and loads whole
- * vectors (16-byte loads: coalesced; aligned ones in rows of a multiple of 4 elements) where the
- * row allows. The sums are the same, in the same
- * order, as without it (a 7680x4320 image on an H200: 9x9 0.151 ms against 0.191, 5x5 0.095
- * against 0.116). The whole group loads the tile's vectors in turn, row after row: a tile row
+ * vectors (16-byte loads: coalesced) where the row allows (see ROW_ALIGNED in convolution.h).
+ * The sums are the same, in the same order, as without it (a 7680x4320 image on an H200: 9x9
+ * 0.151 ms against 0.191, 5x5 0.095 against 0.116). The whole group loads the tile's vectors in turn, row after row: a tile row
  * has more vectors than LX (loading row by row, LX at a time: 9x9 0.163 ms, 5x5 0.102).
  *
  * Defines: LX, LY (work-group shape, which the launch must use; default 32 x 8: whole warps
@@ -197,8 +196,8 @@ CLK_INLINE void gpu_correlate(__local ACC_T* tile,
 #define TW4 (4 * (LX - 1 + NV))              /* a tile row: element e0 - HL4 onwards */
 
 /* Tile rows [0, tile_h) = padded rows p0 + q of src (through rowmap), elements from e0 - HL4:
- * vectors where they lie in the row (aligned ones in rows of a multiple of 4 elements), else
- * element by element, folded; elements no tap reads (left of the halo, right of it) are 0. */
+ * vectors where they lie in the row (and ROW_VECTORS allows), else element by element,
+ * folded; elements no tap reads (left of the halo, right of it) are 0. */
 CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
                                __global const SRC_T* src, __global const int* rowmap,
                                const int p0, const int last_p, const int width,
@@ -206,7 +205,7 @@ CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
 {
     const int rowlen = width * CHANNELS;
     const int e0 = (int)get_group_id(0) * OUT_W - HL4;
-    const bool aligned = (rowlen & 3) == 0;
+    const bool whole = ROW_VECTORS(rowlen);
     /* the whole group over the tile's vectors, row by row: a row has more vectors than LX */
     for (int k = (int)(get_local_id(1) * LX + get_local_id(0)); k < tile_h * (TW4 / 4);
          k += LX * LY) {
@@ -214,11 +213,8 @@ CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
         const int e = e0 + 4 * (k - q * (TW4 / 4));
         const int srow = rowmap[min(p0 + q, last_p)];
         float4 v;
-        const bool inside = srow >= 0 && e >= 0 && e + 4 <= rowlen;
-        if (inside && aligned) {
-            v = LOAD_SRC4(src + (size_t)srow * (size_t)rowlen + e);
-        } else if (inside) {
-            v = LOADU_SRC4(src + (size_t)srow * (size_t)rowlen + e);
+        if (whole && srow >= 0 && e >= 0 && e + 4 <= rowlen) {
+            v = LOAD_ROW4(src + (size_t)srow * (size_t)rowlen + e);
         } else {
             float a[4];
             for (int c = 0; c < 4; c++)
@@ -287,7 +283,7 @@ void convolve_2d(__global const SRC_T* restrict src,
         if (r + o >= out_rows || e >= rowlen)
             break;
         __global float* d = dst + (size_t)(r + o) * (size_t)rowlen + e;
-        store4(d, acc[o], rowlen - e, (rowlen & 3) == 0);
+        store_row4(d, acc[o], rowlen - e, rowlen);
     }
 }
 #elif WITH_DIRECT

@@ -16,9 +16,8 @@
  * elements at a time, and adds each element into every output that takes it. Output j takes its
  * taps in the order s = 0 .. KW - 1 in one accumulator, as the tiles do: the same sums. The
  * tiles' row pass reads local memory once per multiply-add, which bounds it at a quarter of the
- * multiply-add rate. Spans inside a row are read as vectors (aligned ones where the row's length
- * is a multiple of 4); the others (a row's first and last work-items) element by element,
- * folded.
+ * multiply-add rate. Spans inside a row are read as vectors where ROW_VECTORS allows (see
+ * convolution.h); the others (a row's first and last work-items) element by element, folded.
  * Global size: (ceil(rowlen / ROW_SX), n_rows), the first rounded up to ROW_LX; local (ROW_LX, 1).
  */
 __kernel __attribute__((reqd_work_group_size(ROW_LX, 1, 1)))
@@ -34,8 +33,7 @@ void convolve_rows(__global const SRC_T* restrict src,
     if (e >= rowlen || r >= n_rows)
         return;
     const int x0 = e - ROW_HL4;  /* the span's first element: a multiple of 4 */
-    const int inside = x0 >= 0 && x0 + 4 * ROW_NV <= rowlen;
-    const int aligned = (rowlen & 3) == 0;
+    const int inside = ROW_VECTORS(rowlen) && x0 >= 0 && x0 + 4 * ROW_NV <= rowlen;
     __global const SRC_T* row = src + (size_t)r * (size_t)rowlen;
     float acc[ROW_SX];
 #pragma unroll
@@ -44,10 +42,8 @@ void convolve_rows(__global const SRC_T* restrict src,
     GPU_UNROLL
     for (int b = 0; b < ROW_NV; ++b) {
         float4 v;
-        if (inside && aligned) {
-            v = LOAD_SRC4(row + x0 + 4 * b);
-        } else if (inside) {
-            v = LOADU_SRC4(row + x0 + 4 * b);
+        if (inside) {
+            v = LOAD_ROW4(row + x0 + 4 * b);
         } else {
             const int x = x0 + 4 * b;
             v = (float4)(folded_src(src, r, x, width, cval), folded_src(src, r, x + 1, width, cval),
@@ -68,14 +64,10 @@ void convolve_rows(__global const SRC_T* restrict src,
         }
     }
     __global float* out = tmp + (size_t)r * (size_t)rowlen + e;
-    if (aligned && e + ROW_SX <= rowlen) {
+    if (ROW_VECTORS(rowlen) && e + ROW_SX <= rowlen) {
 #pragma unroll
         for (int j = 0; j < ROW_SX; j += 4)
-            *(__global float4*)(out + j) = (float4)(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]);
-    } else if (e + ROW_SX <= rowlen) {
-#pragma unroll
-        for (int j = 0; j < ROW_SX; j += 4)
-            vstore4((float4)(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]), 0, out + j);
+            STORE_ROW4(out + j, (float4)(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]));
     } else {
 #pragma unroll
         for (int j = 0; j < ROW_SX; ++j)
