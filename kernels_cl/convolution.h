@@ -188,7 +188,7 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
  * vector pointers, and other rows go element by element, folded. ROW_ALIGNED 0 is the build for
  * rows of other lengths: vectors at any element, each read and written as 4 elements. Either
  * is right for any row; the host builds the one its image's rows want (an H200, 7681x4320
- * float32: a sigma-2 Gaussian 0.19 ms with ROW_ALIGNED 0, 0.47 with 1). */
+ * float32: a sigma-2 Gaussian 0.20 ms with ROW_ALIGNED 0, 0.47 with 1). */
 #ifndef ROW_ALIGNED
 #define ROW_ALIGNED 1
 #endif
