@@ -27,8 +27,9 @@
  * tile starts a whole vector left of the halo, so that the reads are aligned, and loads whole
  * vectors (16-byte loads: coalesced) where the row allows (see ROW_ALIGNED in convolution.h).
  * The sums are the same, in the same order, as without it (a 7680x4320 image on an H200: 9x9
- * 0.151 ms against 0.191, 5x5 0.095 against 0.116). The whole group loads the tile's vectors in turn, row after row: a tile row
- * has more vectors than LX (loading row by row, LX at a time: 9x9 0.163 ms, 5x5 0.102).
+ * 0.151 ms against 0.191, 5x5 0.095 against 0.116). The whole group loads the tile's vectors
+ * in turn, row after row: a tile row has more vectors than LX (loading row by row, LX at a
+ * time: 9x9 0.163 ms, 5x5 0.102).
  *
  * Defines: LX, LY (work-group shape, which the launch must use; default 32 x 8: whole warps
  * along x), PX (default 2; 4 with VEC4), PY (default 4), KH_CHUNK (default KH), VEC4.

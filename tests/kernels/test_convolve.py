@@ -617,8 +617,11 @@ def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape
     image = random_image(rng, shape, dtype)
     mask = rng.random(mask_shape)
     filt = Filter.for_mask("convolve", image, mask, mode, -0.5)
-    assert build_defines(filt, as_gpu).get("VEC4") == \
-        ("1" if summed_in_float(as_gpu, dtype) else None)
+    defines = build_defines(filt, as_gpu)
+    assert defines.get("VEC4") == ("1" if summed_in_float(as_gpu, dtype) else None)
+    # the build for the image's kind of row
+    aligned = str(int(np.prod(shape[1:]) % 4 == 0))
+    assert defines.get("ROW_ALIGNED") == (aligned if summed_in_float(as_gpu, dtype) else None)
     expected, scale = convolve_reference(image, mask, mode, -0.5)
     with _tiers.tier("specialised"):
         got = ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu)
