@@ -241,8 +241,8 @@ class Filter(Operation):
                        self.image_dtype.itemsize) if two_pass else None) \
             or geometry(device, kh, kw, self.channels, acc.itemsize, two_pass, vec4)
         defines.update(shape.defines, PASSES=2 if two_pass else 1)  # only the kernels used
-        if vec4 and shape.variant != "cpu":
-            # vectors of rows as they lie (see convolution.h)
+        if shape.defines.get("VEC4") or "ROW_SX" in shape.defines:
+            # the kernels' vectors of rows, as the image's rows lie (see convolution.h)
             defines["ROW_ALIGNED"] = int(self.shape[1] * self.channels % 4 == 0)
         defines.update(self._zero_tap_defines(device))
         if self.bake_weights and shape.variant != "cpu" and "MASK_SPACE" not in defines:
