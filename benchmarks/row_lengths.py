@@ -6,19 +6,24 @@
 The filters read and write rows 4 elements at a time; where a row's length is a multiple of
 4, those vectors lie on 16 bytes.  For each case (on device arrays: ``gaussian_blur`` sigma 2,
 the one-kernel filter, and sigma 5, the two passes, of a float32 and a uint8 image;
-``convolve`` 5x5 and 9x9 of a float32 image), the kernels' event time (median of ROUNDS
-calls, the specialised builds) at the given width and at widths --extra elements wider, with
-the ratio to the first.  Prints a line per case and width.
+``convolve`` 5x5 and 9x9 of a float32 image), at the given width and at widths --extra
+elements wider: the process's first call of that case and width (its builds included; run with
+empty driver and clkit caches for a new user's), the whole call with ``out=`` (ROUNDS calls in
+a loop, the queue finished after them, per call), and the kernels' event time (median of
+ROUNDS calls, the specialised builds), with the kernel's ratio to the first width's.  Prints a
+line per case and width.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import numpy as np
 
 import clkit
+from clkit import _tiers
 from clkit.kernels import convolve, gaussian_blur
 from gpu_conv_sweep import kernel_median_ms  # benchmarks/ is the script's folder, first on sys.path
 
@@ -34,6 +39,15 @@ def cases(rng):
         ("convolve 5x5", np.float32, lambda x, out: convolve(x, mask5, out=out)),
         ("convolve 9x9", np.float32, lambda x, out: convolve(x, mask9, out=out)),
     ]
+
+
+def wall_ms(call, queue, calls) -> float:
+    """Milliseconds per call of ``calls`` calls in a loop, the queue finished after them."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    queue.finish()
+    return (time.perf_counter() - start) * 1e3 / calls
 
 
 def main(argv=None) -> int:
@@ -56,9 +70,13 @@ def main(argv=None) -> int:
                                     .astype(dtype), device=device)
             out = clkit.empty(image.shape, np.float32 if dtype == np.uint8 else dtype,
                               device=device)
+            first_call = wall_ms(lambda: call(image, out), out.queue, 1)
             ms = kernel_median_ms(lambda: call(image, out), args.rounds)
+            _tiers.wait_idle()
+            whole = wall_ms(lambda: call(image, out), out.queue, args.rounds)
             first = first or ms
-            print(f"{name} {np.dtype(dtype).name} width {w}: {ms:.4f} ms ({ms / first:.2f}x)",
+            print(f"{name} {np.dtype(dtype).name} width {w}: first call {first_call:.1f} ms, "
+                  f"whole call {whole:.4f} ms, kernel {ms:.4f} ms ({ms / first:.2f}x)",
                   flush=True)
     return 0
 
