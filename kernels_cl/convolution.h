@@ -186,19 +186,47 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
 /* Vectors of 4 row elements in the VEC4 forms. ROW_ALIGNED 1 (the default) is the build for
  * rows of a multiple of 4 elements: the vectors inside them lie on 16 bytes and go through
  * vector pointers, and other rows go element by element, folded. ROW_ALIGNED 0 is the build for
- * rows of other lengths: vectors at any element, each read and written as 4 elements. Either
- * is right for any row; the host builds the one its image's rows want (an H200, 7681x4320
- * float32: a sigma-2 Gaussian 0.20 ms with ROW_ALIGNED 0, 0.47 with 1). */
+ * rows of other lengths: vectors at any element, each read from the two aligned vectors it
+ * lies in (load_row4; runs of vectors share them) and written as 4 elements. Either is right
+ * for any row; the host builds the one its image's rows want (an H200, 7681x4320 float32: a
+ * sigma-2 Gaussian 0.20 ms with ROW_ALIGNED 0 reading 4 elements a vector, 0.47 with 1). */
 #ifndef ROW_ALIGNED
 #define ROW_ALIGNED 1
 #endif
+
+/* Elements s .. s + 3 of a followed by b (0 <= s < 4): a vector that starts s elements into an
+ * aligned one, from two aligned loads. */
+CLK_INLINE float4 shifted4(const float4 a, const float4 b, const int s)
+{
+    switch (s) {
+    case 0: return a;
+    case 1: return (float4)(a.s123, b.s0);
+    case 2: return (float4)(a.s23, b.s01);
+    default: return (float4)(a.s3, b.s012);
+    }
+}
+
+/* Elements of the vectors before p that lie s elements before it (0 <= s < 4, the same for a
+ * whole row in rows of other lengths): loads from there are aligned. */
+#define VECTOR_SHIFT(p) ((int)(((size_t)(p) / sizeof(*(p))) & 3))
+
 #if ROW_ALIGNED
 #define ROW_VECTORS(rowlen) (((rowlen) & 3) == 0)
+#define ROW_SLACK 0
 #define LOAD_ROW4(p) LOAD_SRC4(p)
 #define STORE_ROW4(p, v) (*(__global float4*)(p) = (v))
 #else
 #define ROW_VECTORS(rowlen) 1
-#define LOAD_ROW4(p) (float4)((float)(p)[0], (float)(p)[1], (float)(p)[2], (float)(p)[3])
+/* Elements past a vector that LOAD_ROW4 reads (ROW_ALIGNED 0): they must lie in the row. */
+#define ROW_SLACK 4
+/* The 4 elements at p, from the two aligned vectors they lie in (reading up to ROW_SLACK
+ * elements past them). */
+CLK_INLINE float4 load_row4(__global const SRC_T* p)
+{
+    const int s = VECTOR_SHIFT(p);
+    return shifted4(LOAD_SRC4(p - s), LOAD_SRC4(p - s + 4), s);
+}
+#define LOAD_ROW4(p) load_row4(p)
 #define STORE_ROW4(p, v) vstore4((v), 0, (p))
 #endif
 

@@ -25,8 +25,9 @@
  * accesses start on whole vectors, and go through vector pointers to say so: vload4 and vstore4
  * promise only an element's alignment, and cost more on NVIDIA's compiler (a 7680x4320 image
  * on an H200, bit-equal results: sigma 2 0.183 ms with vload4/vstore4, 0.144 ms with float4
- * pointers; sigma 5 0.436 against 0.282 ms). Builds for rows of other lengths read and write
- * the vectors element by element (ROW_ALIGNED 0, see convolution.h).
+ * pointers; sigma 5 0.436 against 0.282 ms). Builds for rows of other lengths read the
+ * vectors from aligned loads shifted, and write them element by element (ROW_ALIGNED 0, see
+ * convolution.h).
  *
  * With VEC4 the row pass may give each work-item ROW_EPI (a multiple of 4) adjacent elements of a
  * row of the intermediate, which it sums from one span of source vectors: 8 elements of a 17-tap
@@ -120,7 +121,7 @@ void convolve_fused(__global const SRC_T* restrict src,
 #if VEC4
     /* and the spans lie in the row: vectors, where ROW_VECTORS allows (see convolution.h) */
     const bool vectors = ROW_VECTORS(rowlen) && e0 >= HL4 &&
-                         e0 + EW - ROW_EPI - HL4 + 4 * RNV <= rowlen;
+                         e0 + EW - ROW_EPI - HL4 + 4 * RNV + ROW_SLACK <= rowlen;
 #endif
 
     for (int t = (ly * LX + lx) / RT; t < TMP_H; t += RROWS) {
@@ -140,9 +141,21 @@ void convolve_fused(__global const SRC_T* restrict src,
         else if (vectors) {
             __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (er - HL4);
             float v[4 * RNV];
+#if ROW_ALIGNED
 #pragma unroll
             for (int i = 0; i < RNV; i++)
                 vstore4(LOAD_ROW4(s + 4 * i), i, v);
+#else
+            /* each aligned load serves two vectors of the span (see convolution.h) */
+            const int sh = VECTOR_SHIFT(s);
+            float4 next = LOAD_SRC4(s - sh);
+#pragma unroll
+            for (int i = 0; i < RNV; i++) {
+                const float4 prev = next;
+                next = LOAD_SRC4(s - sh + 4 * i + 4);
+                vstore4(shifted4(prev, next, sh), i, v);
+            }
+#endif
 #pragma unroll
             for (int q = 0; q < ROW_EPI / 4; q++) {
                 float4 acc = 0;

@@ -65,6 +65,13 @@ GPU_COLS = (64, 16)
 CPU_LX = 4  # work-items along a row in a work-group of the CPU variant
 
 
+def tmp_pitch(rowlen: int) -> int:
+    """Elements per row of the two passes' temporary: a row of the image padded to a multiple of
+    4, so that the streamed passes move it in aligned vectors (convolution_streamed.h's
+    TMP_PITCH; the other passes use the first ``rowlen`` of each)."""
+    return -(-rowlen // 4) * 4
+
+
 def gpu_tile(kh, kw, separable) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
 

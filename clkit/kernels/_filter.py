@@ -22,7 +22,7 @@ from . import _memory
 from ._border import MODES, band_rows
 from ._checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                       require_fp64)
-from ._conv_geometry import fused, geometry
+from ._conv_geometry import fused, geometry, tmp_pitch
 from ._convolve_tiers import UNOPTIMISED, Generic, Specialised
 from ._dispatch import CL_TYPES, Operation, first_plan_hooks, program
 from ._taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
@@ -124,7 +124,8 @@ class Filter(Operation):
         self.halo = corr.shape[0] - 1
         # the two-pass temporary, per source row, in the widest type the sums may take
         wide = 8 if self.image_dtype in WIDE_INTEGERS else self.dtype.itemsize
-        self.scratch_row_bytes = wide * math.prod(self.shape[1:]) if factors is not None else 0
+        self.scratch_row_bytes = wide * tmp_pitch(math.prod(self.shape[1:])) \
+            if factors is not None else 0
 
     @property
     def speed_key(self):
@@ -358,7 +359,7 @@ class Filter(Operation):
             return launch
         col, row = (constant(f.astype(acc_dtype)) for f in self.factors)
         n_src = rows.size
-        tmp_bytes = n_src * self.shape[1] * self.channels * acc_dtype.itemsize
+        tmp_bytes = n_src * tmp_pitch(self.shape[1] * self.channels) * acc_dtype.itemsize
         # A row outside the image is all cval, which the row pass would have made the sum of
         # row[j] * cval: summed tap by tap, so that an infinite cval gives NaN, as scipy's
         # taps do, where the row's weights have both signs (cval * sum(row) would not), and
