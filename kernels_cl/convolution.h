@@ -186,10 +186,10 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
 /* Vectors of 4 row elements in the VEC4 forms. ROW_ALIGNED 1 (the default) is the build for
  * rows of a multiple of 4 elements: the vectors inside them lie on 16 bytes and go through
  * vector pointers, and other rows go element by element, folded. ROW_ALIGNED 0 is the build for
- * rows of other lengths: vectors at any element, each read from the two aligned vectors it
- * lies in (load_row4; runs of vectors share them) and written as 4 elements. Either is right
- * for any row; the host builds the one its image's rows want (an H200, 7681x4320 float32: a
- * sigma-2 Gaussian 0.20 ms with ROW_ALIGNED 0 reading 4 elements a vector, 0.47 with 1). */
+ * rows of other lengths: vectors at any element, each read and written as 4 elements, or in
+ * runs read from the aligned vectors they lie in, shifted (shifted4). Either is right for any
+ * row; the host builds the one its image's rows want (an H200, 7681x4320 float32: a sigma-2
+ * Gaussian 0.20 ms with ROW_ALIGNED 0 reading 4 elements a vector, 0.47 with 1). */
 #ifndef ROW_ALIGNED
 #define ROW_ALIGNED 1
 #endif
@@ -206,9 +206,9 @@ CLK_INLINE float4 shifted4(const float4 a, const float4 b, const int s)
     }
 }
 
-/* Elements of the vectors before p that lie s elements before it (0 <= s < 4, the same for a
- * whole row in rows of other lengths): loads from there are aligned. */
-#define VECTOR_SHIFT(p) ((int)(((size_t)(p) / sizeof(*(p))) & 3))
+/* How far element i of base lies past the start of a vector in memory (0 <= s < 4; in rows of
+ * other lengths the same for every vector of a row): element i - s starts an aligned one. */
+#define VECTOR_SHIFT(base, i) ((int)(((size_t)(base) / sizeof(*(base)) + (size_t)(i)) & 3))
 
 #if ROW_ALIGNED
 #define ROW_VECTORS(rowlen) (((rowlen) & 3) == 0)
@@ -217,16 +217,14 @@ CLK_INLINE float4 shifted4(const float4 a, const float4 b, const int s)
 #define STORE_ROW4(p, v) (*(__global float4*)(p) = (v))
 #else
 #define ROW_VECTORS(rowlen) 1
-/* Elements past a vector that LOAD_ROW4 reads (ROW_ALIGNED 0): they must lie in the row. */
+/* Elements past a span of vectors that its shifted loads read (ROW_ALIGNED 0: a run of vectors
+ * from the aligned ones they lie in, each load serving two; see convolution_streamed.h): they
+ * must lie in the row. */
 #define ROW_SLACK 4
-/* The 4 elements at p, from the two aligned vectors they lie in (reading up to ROW_SLACK
- * elements past them). */
-CLK_INLINE float4 load_row4(__global const SRC_T* p)
-{
-    const int s = VECTOR_SHIFT(p);
-    return shifted4(LOAD_SRC4(p - s), LOAD_SRC4(p - s + 4), s);
-}
-#define LOAD_ROW4(p) load_row4(p)
+/* One vector alone: 4 loads of one element (two aligned loads shifted made the 2-D kernel's
+ * tiles slower on an H200, 7681x4320: 5x5 0.112-0.113 ms against 0.109-0.111, 9x9 0.170-0.173
+ * against 0.158-0.160) */
+#define LOAD_ROW4(p) (float4)((float)(p)[0], (float)(p)[1], (float)(p)[2], (float)(p)[3])
 #define STORE_ROW4(p, v) vstore4((v), 0, (p))
 #endif
 

@@ -147,7 +147,7 @@ void convolve_fused(__global const SRC_T* restrict src,
                 vstore4(LOAD_ROW4(s + 4 * i), i, v);
 #else
             /* each aligned load serves two vectors of the span (see convolution.h) */
-            const int sh = VECTOR_SHIFT(s);
+            const int sh = VECTOR_SHIFT(s, 0);
             float4 next = LOAD_SRC4(s - sh);
 #pragma unroll
             for (int i = 0; i < RNV; i++) {

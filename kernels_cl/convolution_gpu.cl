@@ -214,7 +214,7 @@ CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
         const int e = e0 + 4 * (k - q * (TW4 / 4));
         const int srow = rowmap[min(p0 + q, last_p)];
         float4 v;
-        if (whole && srow >= 0 && e >= 0 && e + 4 + ROW_SLACK <= rowlen) {
+        if (whole && srow >= 0 && e >= 0 && e + 4 <= rowlen) {
             v = LOAD_ROW4(src + (size_t)srow * (size_t)rowlen + e);
         } else {
             float a[4];
