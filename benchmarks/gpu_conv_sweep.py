@@ -12,9 +12,9 @@ tile of the 2-D masks' four adjacent outputs and every shape of the
 one-kernel separable filter, beside a device-to-device copy of a float32 image
 of that size (the memory-bandwidth bound: one read and one write).  Every layout's result is
 compared with the shipped one's (the same sums in the same order: bit-equal).
-``--streamed``: only the two passes of Gaussians of sigma 2, 5 and 10, each pass streamed
-through registers with each (work-group width, outputs per work-item) of STREAMED or through
-the tiles (None).
+``--streamed``: only the two passes of Gaussians of sigma 2, 5 and 10, both streamed through
+registers with each (work-group width, outputs per work-item) of STREAMED or both through the
+tiles (None).
 Writes OUTDIR/gpu_conv_sweep.json and prints a table.
 """
 
@@ -48,11 +48,11 @@ FUSED_SHAPES4 = [(32, 8, 8), (32, 8, 4), (32, 8, 16), (16, 16, 8), (32, 4, 8), (
                  (16, 8, 16), (32, 4, 16), (16, 16, 4), (16, 16, 16), (16, 32, 4), (8, 32, 8),
                  (8, 32, 4), (8, 16, 16), (8, 16, 8), (4, 64, 4), (4, 64, 8), (4, 32, 8)]
 
-#: ((ROW_LX, ROW_SX), (COL_LX, COL_SY)) of the streamed passes; None: that pass through the tiles
+#: ((ROW_LX, ROW_SX), (COL_LX, COL_SY)) of the streamed passes; (None, None): both through the tiles
 STREAMED = [((64, 8), (64, 16)), ((64, 4), (64, 16)), ((128, 8), (64, 16)), ((32, 8), (64, 16)),
             ((64, 8), (64, 8)), ((64, 8), (128, 16)), ((64, 8), (32, 16)), ((64, 16), (64, 16)),
             ((64, 16), (64, 16)), ((32, 16), (64, 16)), ((128, 16), (64, 16)), ((64, 32), (64, 16)),
-            ((32, 32), (64, 16)), (None, (64, 16)), ((64, 16), None), (None, None)]
+            ((32, 32), (64, 16)), (None, None)]
 
 
 def kernel_median_ms(call, rounds):

@@ -12,8 +12,8 @@ from __future__ import annotations
 class Geometry:
     """Variant defines and launch sizes of the convolution kernels on one device."""
 
-    #: the GPU variant's streamed separable passes: (ROW_LX, ROW_SX), (COL_LX, COL_SY), either
-    #: None for that pass through the tiles; None for none
+    #: the GPU variant's streamed separable passes: (ROW_LX, ROW_SX), (COL_LX, COL_SY); None
+    #: for the passes through the tiles
     streamed = None
 
     def __init__(self, variant, defines, **sizes):
@@ -34,10 +34,10 @@ class Geometry:
     def _sizes(self, width: int, rows: int, kernel: str):
         rowlen = width * self.channels
         streamed = self.streamed
-        if streamed and streamed[0] and kernel == "convolve_rows":
+        if streamed and kernel == "convolve_rows":
             lx, sx = streamed[0]  # convolution_gpu.cl's streamed row pass: sx elements each
             return (-(-rowlen // (sx * lx)) * lx, rows), (lx, 1)
-        if streamed and streamed[1] and kernel == "convolve_cols":
+        if streamed and kernel == "convolve_cols":
             lx, sy = streamed[1]  # the streamed column pass: 4 elements of sy rows each
             return (-(-rowlen // (4 * lx)) * lx, -(-rows // sy)), (lx, 1)
         if self.variant == "fused":
@@ -58,8 +58,9 @@ class Geometry:
 GPU_TILE = (32, 4, 4, 4)
 #: The separable passes streamed through registers on GPUs (convolution_gpu.cl's ROW_SX and
 #: COL_SY), for images summed in float: work-groups of ROW_LX work-items, each ROW_SX elements of
-#: a row, and of COL_LX work-items, each four row elements of COL_SY output rows (None: the
-#: pass through the tiles).
+#: a row, and of COL_LX work-items, each four row elements of COL_SY output rows (both None:
+#: the passes through the tiles; the streamed passes go together, as their temporary's rows are
+#: padded to whole vectors, see tmp_pitch).
 GPU_ROWS = (64, 8)
 GPU_COLS = (64, 16)
 CPU_LX = 4  # work-items along a row in a work-group of the CPU variant
@@ -139,7 +140,7 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
     budget = min(device.local_mem, 48 * 1024) - 1024
     tiles = []
     streamed = None
-    if device.type == "gpu" and separable and vec4 and (GPU_ROWS or GPU_COLS):
+    if device.type == "gpu" and separable and vec4 and GPU_ROWS and GPU_COLS:
         streamed = GPU_ROWS, GPU_COLS
     if device.type == "gpu":
         vec4 = vec4 and not separable and max(kh, kw) <= GPU_VEC4_MAX
@@ -157,10 +158,9 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
             defines = dict(LX=lx, LY=ly, PX=px, PY=py, KH_CHUNK=chunk)
             if vec4:
                 defines["VEC4"] = 1
-            if streamed and streamed[0]:
-                defines.update(ROW_LX=streamed[0][0], ROW_SX=streamed[0][1])
-            if streamed and streamed[1]:
-                defines.update(COL_LX=streamed[1][0], COL_SY=streamed[1][1])
+            if streamed:
+                (row_lx, row_sx), (col_lx, col_sy) = streamed
+                defines.update(ROW_LX=row_lx, ROW_SX=row_sx, COL_LX=col_lx, COL_SY=col_sy)
             return Geometry("gpu", defines, channels=channels, lx=lx, ly=ly, px=px, py=py,
                             streamed=streamed)
     vw = cpu_vector_width(device, itemsize)
