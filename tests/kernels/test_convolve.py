@@ -728,7 +728,8 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
 # lowered so that short masks, which the simulator can run, take the two passes too.
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("sigma,shape", [(1.5, (37, 132)), (1.5, (21, 130)), (1.5, (19, 44, 3)),
-                                         (1.5, (11, 45, 2)), (1.5, (9, 67)),
+                                         (1.5, (11, 45, 2)), (1.5, (9, 67)), (1.5, (7, 3)),
+                                         (1.5, (5, 2, 3)),
                                          (3.0, (70, 264)), (9.0, (90, 141))], ids=str)
 def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
     from clkit.kernels import _conv_geometry, _dispatch
