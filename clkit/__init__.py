@@ -5,7 +5,7 @@ Find devices (:func:`devices`, :func:`select`), load a ``.cl`` source
 or use the ready kernels of :mod:`clkit.kernels`.
 """
 
-from ._array import Array, empty, to_device
+from ._array import Array, empty
 from ._convert import LocalMemory
 from ._devices import Device, devices, select
 from ._errors import (ArgumentTypeError, ArgumentValueError, BuildError, ClkitError,
@@ -16,6 +16,7 @@ from ._pinned import is_pinned, pinned_empty, pinned_like
 from ._program import Program, load
 from ._runtime import Runtime, runtime
 from ._tiers import background_builds
+from ._transfer import to_device
 from ._trace import Trace, trace
 from ._trace import from_environment as _trace_from_environment
 

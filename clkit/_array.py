@@ -14,7 +14,6 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import _trace
 from ._errors import ArgumentTypeError, ArgumentValueError, OutOfDeviceMemoryError
 from ._runtime import Runtime, driver_error, runtime
 
@@ -37,46 +36,6 @@ def wrap(queue, shape: tuple, dtype: np.dtype, buffer) -> Array:
         step *= max(1, n)
     return Array(None, shape, dtype, data=buffer, strides=tuple(reversed(strides)), _fast=True,
                  _size=math.prod(shape), _context=queue.context, _queue=queue)
-
-
-def to_device(array, device=None) -> Array:
-    """Copy a numpy array to a device.
-
-    Parameters
-    ----------
-    array : array_like
-        Copied as a C-contiguous array of the same dtype.
-    device : Device or str, optional
-        Any spec :func:`clkit.select` takes.
-
-    Returns
-    -------
-    pyopencl.array.Array
-        On the device's clkit runtime; ``.get()`` copies it back.
-
-    Examples
-    --------
-    >>> import numpy as np, clkit
-    >>> d = clkit.to_device(np.arange(4, dtype=np.float32), device="cpu")
-    >>> d.get()
-    array([0., 1., 2., 3.], dtype=float32)
-    """
-    host = np.ascontiguousarray(array)
-    if host.dtype == object:
-        raise ArgumentTypeError("to_device: an array of Python objects cannot go to a device; "
-                                "convert it to a numeric dtype first")
-    rt = runtime(device)
-    check_alloc(rt, host.nbytes, "to_device")
-
-    def make():
-        arr = cl_array.empty(rt.queue, host.shape, host.dtype)
-        if host.nbytes:
-            t0 = _trace.active and _trace.clock()
-            event = cl.enqueue_copy(rt.queue, arr.base_data, host, is_blocking=True)
-            if t0:
-                _trace.transfer(t0, "h2d", event, rt.queue, host.nbytes, blocking=True)
-        return arr
-    return _converting(make, rt, host.nbytes, "to_device")
 
 
 def empty(shape, dtype, device=None) -> Array:

@@ -25,9 +25,10 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import _trace
-from ._array import _size, check_alloc, wrap
+from ._array import _converting, _size, check_alloc, wrap
+from ._errors import ArgumentTypeError
 from ._pinned import pinned_context
-from ._runtime import driver_error
+from ._runtime import driver_error, runtime
 
 # Measured on an H200 host (1 GiB, 16 cores): 32-64 MiB chunks through 2 buffers with 8
 # copier threads moved 31-33 GB/s to the device and 27-29 GB/s back; 8 MiB chunks or 4
@@ -198,6 +199,46 @@ def host_ptr_align(device) -> int:
     if device.platform.startswith("Intel(R) OpenCL"):
         return device.cl_device.mem_base_addr_align // 8
     return 1
+
+
+def to_device(array, device=None) -> cl_array.Array:
+    """Copy a numpy array to a device.
+
+    On a GPU a large array goes through clkit's pinned staging buffers, as the
+    library's own uploads do (on an H200, 100 MB: about 20 GB/s, against 7 GB/s
+    for a plain pyopencl copy); the call returns once the data is on the device.
+
+    Parameters
+    ----------
+    array : array_like
+        Copied as a C-contiguous array of the same dtype.
+    device : Device or str, optional
+        Any spec :func:`clkit.select` takes.
+
+    Returns
+    -------
+    pyopencl.array.Array
+        On the device's clkit runtime; ``.get()`` copies it back.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> d = clkit.to_device(np.arange(4, dtype=np.float32), device="cpu")
+    >>> d.get()
+    array([0., 1., 2., 3.], dtype=float32)
+    """
+    host = np.ascontiguousarray(array)
+    if host.dtype == object:
+        raise ArgumentTypeError("to_device: an array of Python objects cannot go to a device; "
+                                "convert it to a numeric dtype first")
+    rt = runtime(device)
+    check_alloc(rt, host.nbytes, "to_device")
+    out = _converting(lambda: cl_array.empty(rt.queue, host.shape, host.dtype), rt,
+                      host.nbytes, "to_device")
+    upload(rt, host, out=out)
+    if host.nbytes and not rt.device.unified_memory:
+        rt.queue.finish()  # the data is there, as after a blocking copy
+    return out
 
 
 def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALIGN):

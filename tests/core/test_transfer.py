@@ -39,6 +39,21 @@ def test_staged_multidimensional_and_typed(device, rng):
     np.testing.assert_array_equal(back, host)
 
 
+@pytest.mark.parametrize("shape,dtype", [((1000, 700), np.float32), ((513, 1027, 3), np.uint8),
+                                         ((7,), np.int64)])
+def test_to_device_stages_large_arrays(discrete, rng, shape, dtype):
+    """clkit.to_device goes through the staging buffers above 1 MiB, and returns with the data
+    on the device (a non-contiguous input is copied as a C-contiguous one)."""
+    device, staged = discrete
+    host = (rng.random(shape) * 200).astype(dtype)
+    strided = np.asfortranarray(host.copy())
+    arr = clkit.to_device(strided, device=device)
+    assert arr.shape == shape and arr.dtype == dtype and arr.flags.c_contiguous
+    strided[...] = 0  # the caller may reuse its array at once
+    np.testing.assert_array_equal(arr.get(), host)
+    assert staged["upload"] == (1 if host.nbytes > _transfer.SMALL else 0)
+
+
 # -- the library's numpy-in, numpy-out calls as they run on a GPU --------------------------------
 
 @pytest.mark.parametrize("pool", [True, False], ids=["pinned-results", "ordinary-results"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ..._array import empty, to_device
+from ..._array import empty
+from ..._transfer import to_device
 from ..._runtime import runtime
 from .._case import Case, register
 from .._timing import Variant
