@@ -1,9 +1,12 @@
-"""Numpy arrays to a GPU: ``clkit.to_device``, and the driver's own ways by thread count.
+"""Numpy arrays to a GPU and back: ``clkit.to_device``, ``.get()``, the driver's own ways.
 
     python benchmarks/uploads.py [--device gpu] [--ways]
 
 ``clkit.to_device`` of fresh numpy arrays (filled before the clock starts, as new data is) of
-100, 8 and 2 MiB, one after another: GB/s and ms per array.  With ``--ways``, the ways a numpy
+100, 8 and 2 MiB, one after another: GB/s and ms per array.  Then a 100 MiB device array home:
+pyopencl's ``.get()`` into a new numpy array, ``.get(ary=...)`` into a pinned array
+(:func:`clkit.pinned_like`), and clkit's staged download into a new numpy array (what the
+library does for a numpy result it cannot make pinned).  With ``--ways``, the ways a numpy
 array reaches the device without clkit's staging, in plain pyopencl: the driver's copy from
 pageable memory, a ``USE_HOST_PTR`` buffer over the array and a copy from it, and the same
 after migrating the buffer to the device; 24 fresh 7680x4320 RGB images spread over 1, 2, 4
@@ -41,6 +44,26 @@ def to_device_rates(device) -> None:
         seconds = time.perf_counter() - start
         print(f"to_device {size >> 20} MiB x {count}: {count * size / seconds / 1e9:.1f} GB/s, "
               f"{seconds / count * 1e3:.2f} ms each", flush=True)
+
+
+def download_rates(device, rounds: int = 12) -> None:
+    from clkit import _transfer
+    host = np.full(100 << 20, 7, np.uint8)
+    arr = clkit.to_device(host, device=device)
+    pinned = clkit.pinned_like(host, device=device)
+    rt = clkit.runtime(device)
+    ways = {"get()": lambda: arr.get(),
+            "get(ary=pinned)": lambda: arr.get(ary=pinned),
+            "staged download": lambda: _transfer.download(rt, arr)}
+    for name, way in ways.items():
+        way()
+        start = time.perf_counter()
+        for _ in range(rounds):
+            got = way()
+        seconds = (time.perf_counter() - start) / rounds
+        assert got[-1] == 7
+        print(f"100 MiB home, {name}: {host.nbytes / seconds / 1e9:.1f} GB/s, "
+              f"{seconds * 1e3:.2f} ms", flush=True)
 
 
 def pageable(ctx, queue, host, dst):
@@ -84,6 +107,7 @@ def main(argv=None) -> int:
     device = clkit.select(args.device)
     print(device, flush=True)
     to_device_rates(device)
+    download_rates(device)
     if args.ways:
         ctx = cl.Context([device.cl_device])
         for way in (pageable, host_ptr, host_ptr_migrated):
