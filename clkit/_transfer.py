@@ -205,9 +205,9 @@ def to_device(array, device=None) -> cl_array.Array:
     """Copy a numpy array to a device.
 
     On a GPU a large array goes through clkit's pinned staging buffers, as the
-    library's own uploads do (on an H200, arrays of 100 MiB at 18-20 GB/s, against
-    6-7 GB/s through a plain pyopencl copy); the call returns once the data is on
-    the device.
+    library's own uploads do (on an H200, arrays of 100 MiB at 9-20 GB/s from one
+    host to the next, against 6-8 GB/s through a plain pyopencl copy); the call
+    returns once the data is on the device.
 
     Parameters
     ----------
