@@ -71,11 +71,13 @@ class Launch:
     reads the kernel's start and end from the profiling event.
     """
 
-    __slots__ = ("kernel", "_rt", "event", "_last", "_pending", "_ms", "_count", "_copies")
+    __slots__ = ("kernel", "_rt", "queue", "event", "_last", "_pending", "_ms", "_count",
+                 "_copies")
 
-    def __init__(self, kernel, rt):
+    def __init__(self, kernel, rt, queue):
         self.kernel = kernel
         self._rt = rt
+        self.queue = queue  # the queue it is enqueued on
         self.event = None  # the kernel's event; None when nothing ran (an empty global size)
         self._last = None  # the last command of the launch: the kernel or its last copy back
         self._pending = False
@@ -292,7 +294,7 @@ class Kernel:
                                      f"make it with clkit.runtime(device).new_queue()")
         if bound.local_args:
             _check_local_memory(bound, args)
-        launch = Launch(self, rt)
+        launch = Launch(self, rt, queue)
         count = None
         made = None  # what the converters made (buffers of numpy arguments), alive until enqueued
         knl = bound.knl

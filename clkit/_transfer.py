@@ -272,7 +272,7 @@ def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALI
             return out
         out = cl_array.empty(queue, host.shape, host.dtype)
     if host.nbytes:
-        pinned = _pinned_here(rt, host)
+        pinned = is_pinned_here(rt, host)
         try:
             if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy
                 _copy_traced(queue, out.base_data, host, "h2d", host.nbytes, not pinned,
@@ -318,7 +318,7 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         return host
     target = host if host.flags.c_contiguous else np.empty(arr.shape, arr.dtype)
     try:
-        if _pinned_here(rt, target):
+        if is_pinned_here(rt, target):
             pinned_download(queue, target, arr.base_data, arr.offset)
         elif target.nbytes < SMALL or rt.device.unified_memory:
             _copy_traced(queue, target, arr.base_data, "d2h", target.nbytes, True,
@@ -344,7 +344,7 @@ def pinned_download(queue, host: np.ndarray, src: cl.Buffer, offset: int) -> Non
     _copy_traced(queue, host, src, "d2h", host.nbytes, False, src_offset=offset).wait()
 
 
-def _pinned_here(rt, host: np.ndarray) -> bool:
+def is_pinned_here(rt, host: np.ndarray) -> bool:
     """Whether ``host`` is pinned memory of ``rt``'s context (a CPU driver needs no DMA)."""
     if rt.device.unified_memory:
         return False

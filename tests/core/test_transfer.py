@@ -8,7 +8,7 @@ import clkit
 from clkit import _pinned, _transfer
 from clkit import kernels as ck
 
-from _reference import (assert_close_scaled, assert_counts_equal, convolve_reference,
+from _reference import (SAXPY, assert_close_scaled, assert_counts_equal, convolve_reference,
                         filter_ulps, gray_reference, mandelbrot_reference, skip_on_simulator)
 
 
@@ -52,6 +52,30 @@ def test_to_device_stages_large_arrays(discrete, rng, shape, dtype):
     strided[...] = 0  # the caller may reuse its array at once
     np.testing.assert_array_equal(arr.get(), host)
     assert staged["upload"] == (1 if host.nbytes > _transfer.SMALL else 0)
+
+
+def test_user_kernels_stage_large_numpy_arguments(discrete, rng, tmp_path):
+    """A user kernel's numpy arguments above 1 MiB go up through the staging buffers of the
+    device's queue, and the array it writes comes home; on a queue of the caller's own they
+    are copied as their buffers are made."""
+    device, staged = discrete
+    path = tmp_path / "saxpy.cl"
+    path.write_text(SAXPY)
+    prg = clkit.load(path, device=device)
+    n = (1 << 18) + 3  # 1 MiB and 12 bytes each
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    expected = np.float32(2.5) * x + y
+    prg.saxpy(2.5, x, y).wait()
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+    assert staged["upload"] == 2
+    queue = clkit.runtime(device).new_queue()
+    small = y[:1000].copy()
+    prg.saxpy(-2.5, x, y, queue=queue).wait()  # undoes the first
+    prg.saxpy(1.0, x[:1000], small).wait()  # 4 KB: copied as the buffer is made
+    np.testing.assert_allclose(y, expected - np.float32(2.5) * x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(small, expected[:1000] + x[:1000], rtol=1e-5, atol=1e-5)
+    assert staged["upload"] == 2
 
 
 # -- the library's numpy-in, numpy-out calls as they run on a GPU --------------------------------
