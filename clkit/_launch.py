@@ -71,13 +71,13 @@ class Launch:
     reads the kernel's start and end from the profiling event.
     """
 
-    __slots__ = ("kernel", "_rt", "queue", "event", "_last", "_pending", "_ms", "_count",
+    __slots__ = ("kernel", "_rt", "_queue", "event", "_last", "_pending", "_ms", "_count",
                  "_copies")
 
     def __init__(self, kernel, rt, queue):
         self.kernel = kernel
         self._rt = rt
-        self.queue = queue  # the queue it is enqueued on
+        self._queue = queue  # the queue it is enqueued on
         self.event = None  # the kernel's event; None when nothing ran (an empty global size)
         self._last = None  # the last command of the launch: the kernel or its last copy back
         self._pending = False
