@@ -172,8 +172,7 @@ def _pointer_converter(bound, p):
         # library's uploads do (on an H200 about three times the driver's speed from pageable
         # memory); it may wait for work queued before it when a staging buffer is reused. (A
         # queue of the caller's own would need staging buffers of its own, 128 MiB each.)
-        staged = (arr.nbytes >= _transfer.SMALL and launch._queue is rt.queue
-                  and not rt.device.unified_memory and not _transfer.is_pinned_here(rt, staging))
+        staged = launch._queue is rt.queue and _transfer.stages(rt, staging)
         try:
             if staged:
                 buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, arr.nbytes)

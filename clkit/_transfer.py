@@ -242,6 +242,13 @@ def to_device(array, device=None) -> cl_array.Array:
     return out
 
 
+def stages(rt, host: np.ndarray) -> bool:
+    """Whether ``host`` goes to ``rt``'s device through the staging buffers: on a device with
+    memory of its own, from SMALL bytes up, unless it is pinned memory of the device's context
+    (which the DMA engine reads as it is)."""
+    return not (rt.device.unified_memory or host.nbytes < SMALL or _pinned_here(rt, host))
+
+
 def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALIGN):
     """A device array with ``host``'s data (``out`` when given, else a new one).
 
@@ -272,13 +279,13 @@ def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALI
             return out
         out = cl_array.empty(queue, host.shape, host.dtype)
     if host.nbytes:
-        pinned = is_pinned_here(rt, host)
         try:
-            if pinned or host.nbytes < SMALL or rt.device.unified_memory:  # one copy
+            if stages(rt, host):
+                staging(rt, queue).upload(queue, out.base_data, host, out.offset)
+            else:  # one copy
+                pinned = _pinned_here(rt, host)
                 _copy_traced(queue, out.base_data, host, "h2d", host.nbytes, not pinned,
                              dst_offset=out.offset)
-            else:
-                staging(rt, queue).upload(queue, out.base_data, host, out.offset)
         except cl.Error as exc:
             raise driver_error(exc, rt, f"copying {_size(host.nbytes)} to the device") from exc
     return out
@@ -318,7 +325,7 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         return host
     target = host if host.flags.c_contiguous else np.empty(arr.shape, arr.dtype)
     try:
-        if is_pinned_here(rt, target):
+        if _pinned_here(rt, target):
             pinned_download(queue, target, arr.base_data, arr.offset)
         elif target.nbytes < SMALL or rt.device.unified_memory:
             _copy_traced(queue, target, arr.base_data, "d2h", target.nbytes, True,
@@ -344,7 +351,7 @@ def pinned_download(queue, host: np.ndarray, src: cl.Buffer, offset: int) -> Non
     _copy_traced(queue, host, src, "d2h", host.nbytes, False, src_offset=offset).wait()
 
 
-def is_pinned_here(rt, host: np.ndarray) -> bool:
+def _pinned_here(rt, host: np.ndarray) -> bool:
     """Whether ``host`` is pinned memory of ``rt``'s context (a CPU driver needs no DMA)."""
     if rt.device.unified_memory:
         return False
