@@ -6,7 +6,11 @@ kernel's signature, that checks one argument and returns the value to set:
 - ``__global``/``__constant`` pointers take a numpy array (checked against
   the element type, uploaded, and copied back after the kernel when the
   pointer is not ``const``), a device array (used in place), a buffer, or
-  ``None`` for a null pointer (an optional buffer the kernel tests for);
+  ``None`` for a null pointer (an optional buffer the kernel tests for).
+  On a device that shares the host's memory (CPU drivers), a call that waits
+  for its kernel has it read and write the numpy arrays themselves, where
+  they are aligned as a buffer of their type would be and no array it
+  writes overlaps another argument: the same results, without the copies;
 - ``__local`` pointers take :class:`LocalMemory`;
 - by-value parameters take Python or numpy numbers, range-checked and
   converted to the declared type (vectors take a sequence).
@@ -95,6 +99,10 @@ def _pointer_converter(bound, p):
     writes = not p.const
     max_constant = bound.device.cl_device.max_constant_buffer_size
     base_align = max(1, bound.device.cl_device.mem_base_addr_align // 8)  # reported in bits
+    # numpy memory used in place must lie as a buffer of the parameter's type would: at least on
+    # 16 bytes (the widest load of most kernels), on a whole vector for wider vector types
+    align = max(_transfer.INPUT_ALIGN, min(stride * (dtype.itemsize if dtype is not None else 1),
+                                           base_align), _transfer.host_ptr_align(bound.device))
 
     def check_dtype(arr_dtype, what):
         if dtype is not None and arr_dtype != dtype:
@@ -172,6 +180,23 @@ def _pointer_converter(bound, p):
         # library's uploads do (on an H200 about three times the driver's speed from pageable
         # memory); it may wait for work queued before it when a staging buffer is reused. (A
         # queue of the caller's own would need staging buffers of its own, 128 MiB each.)
+        wrapped = launch._in_place
+        if wrapped is not None and in_place(staging, writes, wrapped):
+            # a CPU driver's kernel reads and writes the numpy memory itself: no copies, and no
+            # new memory to fault in (PoCL, saxpy of 2^24 floats: see benchmarks/user_numpy.py)
+            flags = cl.mem_flags.USE_HOST_PTR | (
+                cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY)
+            try:
+                buf = cl.Buffer(context, flags, hostbuf=staging)
+            except cl.Error as exc:
+                raise driver_error(exc, rt, f"{bound.where(p)}: using {_size(arr.nbytes)} of "
+                                   "host memory", kernel=bound.name) from exc
+            wrapped.append((staging, writes))
+            if writes:
+                if launch._copies is None:
+                    launch._copies = []
+                launch._copies.append((buf, arr, staging, True))
+            return buf
         staged = launch._queue is rt.queue and _transfer.stages(rt, staging)
         try:
             if staged:
@@ -188,10 +213,37 @@ def _pointer_converter(bound, p):
         if writes:
             if launch._copies is None:
                 launch._copies = []
-            launch._copies.append((buf, arr, staging))
+            launch._copies.append((buf, arr, staging, False))
         return buf
 
+    def in_place(host, writes, wrapped) -> bool:
+        """Whether the kernel may use ``host`` itself: aligned for the parameter's type and for
+        the driver (see _transfer.host_ptr_align), and sharing no memory with an array already
+        used in place where either is written (the kernel would read what it writes, where a
+        copy keeps each argument as it was at the call)."""
+        if host.ctypes.data % align:
+            return False
+        return not any((writes or other_writes) and np.may_share_memory(host, other)
+                       for other, other_writes in wrapped)
+
     return convert
+
+
+def copy_back(queue, copies, traced):
+    """Enqueue the copies back of a launch's written numpy arguments (see ``Launch._copies``)
+    after its kernel; returns the last one's event."""
+    for buf, _, staging, wrapped in copies:
+        if wrapped:  # the kernel wrote the array itself: mapping makes its writes visible
+            mapped, event = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ, 0,
+                                                  (staging.nbytes,), np.uint8, is_blocking=False)
+            if traced:
+                _trace.transfer(0, "d2h", event, queue, None, False, "d2h (map)")
+            last = mapped.base.release(queue)
+        else:
+            last = cl.enqueue_copy(queue, staging, buf, is_blocking=False)
+            if traced:
+                _trace.transfer(0, "d2h", last, queue, staging.nbytes)
+    return last
 
 
 def _number(bound, p, value, dtype):

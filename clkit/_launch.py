@@ -24,7 +24,7 @@ import pyopencl.array as cl_array
 
 from . import _trace
 from ._array import _size
-from ._convert import LocalMemory, converter
+from ._convert import LocalMemory, converter, copy_back
 from ._devices import Device, check_process, select, setting
 from ._errors import ArgumentTypeError, ArgumentValueError
 from ._runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime, runtime_of_array,
@@ -72,7 +72,7 @@ class Launch:
     """
 
     __slots__ = ("kernel", "_rt", "_queue", "event", "_last", "_pending", "_ms", "_count",
-                 "_copies")
+                 "_copies", "_in_place")
 
     def __init__(self, kernel, rt, queue):
         self.kernel = kernel
@@ -83,7 +83,12 @@ class Launch:
         self._pending = False
         self._ms = None
         self._count = None  # while converting arguments: element count of the first array
-        self._copies = None  # (buffer, target array, contiguous staging array) to copy back
+        # (buffer, target array, contiguous staging array, whether the buffer wraps the staging
+        # array) to copy back
+        self._copies = None
+        # while converting arguments: the numpy arrays whose memory the kernel uses in place, and
+        # whether it writes them; None where none may be (see _convert)
+        self._in_place = None
 
     @property
     def device(self) -> Device:
@@ -99,7 +104,7 @@ class Launch:
             except cl.Error as exc:
                 name = self.kernel.name
                 raise driver_error(exc, self._rt, f"kernel {name}", kernel=name) from exc
-            for _, target, staging in self._copies or ():
+            for _, target, staging, _ in self._copies or ():
                 if staging is not target:  # a target that could not be copied into directly
                     target[...] = staging
         return self
@@ -245,7 +250,8 @@ class Kernel:
         wait : bool
             Wait for the kernel and the copies back (default).  With
             ``False``, call ``.wait()`` on the returned launch before reading
-            numpy outputs.
+            numpy outputs; numpy arguments are then always copied, where a
+            waited-for call on a CPU driver uses them in place.
         queue : pyopencl.CommandQueue, optional
             Enqueue on this queue of the device's runtime context (from
             ``clkit.runtime(device).new_queue()``) instead of the runtime's
@@ -295,6 +301,8 @@ class Kernel:
         if bound.local_args:
             _check_local_memory(bound, args)
         launch = Launch(self, rt, queue)
+        if wait and rt.device.unified_memory:
+            launch._in_place = []
         count = None
         made = None  # what the converters made (buffers of numpy arguments), alive until enqueued
         knl = bound.knl
@@ -359,14 +367,12 @@ class Kernel:
                 launch.event = launch._last = _enqueue(queue, knl, gsize, lsize)
             except cl.Error as exc:
                 raise _launch_error(exc, bound, gsize, lsize) from exc
+        launch._in_place = None
         if t0:
             _trace.kernel(t0, launch, queue, args)
         if launch._copies:
             try:
-                for buf, _, staging in launch._copies:
-                    launch._last = cl.enqueue_copy(queue, staging, buf, is_blocking=False)
-                    if t0:
-                        _trace.transfer(0, "d2h", launch._last, queue, staging.nbytes)
+                launch._last = copy_back(queue, launch._copies, t0)
             except cl.Error as exc:
                 raise _launch_error(exc, bound, gsize, lsize) from exc
         launch._pending = True

@@ -273,7 +273,7 @@ def fail_driver(monkeypatch, code, dead, *, on_wait=False):
             self.event.wait()
             raise error("clWaitForEvents")
 
-    enqueue, copy = _launch._enqueue, cl.enqueue_copy
+    enqueue, copy, map_buffer = _launch._enqueue, cl.enqueue_copy, cl.enqueue_map_buffer
 
     def failing_enqueue(queue, *args):
         if not dead(queue):
@@ -287,8 +287,14 @@ def fail_driver(monkeypatch, code, dead, *, on_wait=False):
             raise error("clEnqueueReadBuffer")
         return copy(queue, *args, **kwargs)
 
+    def failing_map(queue, *args, **kwargs):
+        if dead(queue):
+            raise error("clEnqueueMapBuffer")
+        return map_buffer(queue, *args, **kwargs)
+
     monkeypatch.setattr(_launch, "_enqueue", failing_enqueue)
     monkeypatch.setattr(cl, "enqueue_copy", failing_copy)
+    monkeypatch.setattr(cl, "enqueue_map_buffer", failing_map)
 
 
 def context_of(rt):

@@ -145,6 +145,91 @@ def test_non_contiguous_arrays_are_copied_in_and_out(device, rng):
     assert (y2 == x_big[::-1]).all()
 
 
+SHIFT = """
+__kernel void shift(__global const float* x, __global float* y, const int n)
+{
+    size_t i = get_global_id(0);
+    y[i] = x[(i + 1) % n] - x[i];
+}
+"""
+
+
+def test_numpy_arguments_on_shared_memory_devices_are_used_in_place(device, rng, monkeypatch):
+    """On a device that shares the host's memory (CPU drivers) a waited-for call reads and writes
+    the numpy arrays themselves, with no buffers copied; elsewhere, or with ``wait=False``, they
+    are copied in and out."""
+    prg = clkit.Program.from_source(SAXPY, device=device)
+    made = []
+    real_buffer = cl.Buffer
+    monkeypatch.setattr(cl, "Buffer", lambda *a, **k: made.append(a[1]) or real_buffer(*a, **k))
+    x = rng.standard_normal(4099).astype(np.float32)
+    y = rng.standard_normal(4099).astype(np.float32)
+    expected = np.float32(2.5) * x + y
+    prg.saxpy(2.5, x, y)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+    in_place = [bool(flags & cl.mem_flags.USE_HOST_PTR) for flags in made]
+    assert in_place == [device.unified_memory] * 2
+    made.clear()
+    prg.saxpy(-2.5, x, y, wait=False).wait()
+    np.testing.assert_allclose(y, expected - np.float32(2.5) * x, rtol=1e-5, atol=1e-5)
+    assert not any(flags & cl.mem_flags.USE_HOST_PTR for flags in made)
+
+
+def test_an_array_passed_twice_is_read_as_it_was_at_the_call(device, rng):
+    """An array given both as the input and the output of a kernel: the kernel reads the values
+    it had at the call, whichever argument comes first, also where arrays are used in place."""
+    prg = clkit.Program.from_source(SHIFT, device=device)
+    src = """
+    __kernel void shift_back(__global float* y, __global const float* x, const int n)
+    {
+        size_t i = get_global_id(0);
+        y[i] = x[(i + 1) % n] - x[i];
+    }
+    """
+    back = clkit.Program.from_source(src, device=device)
+    for call in (lambda a: prg.shift(a, a, a.size), lambda a: back.shift_back(a, a, a.size)):
+        a = rng.standard_normal(1 << 16).astype(np.float32)
+        expected = np.roll(a, -1) - a
+        call(a)
+        np.testing.assert_array_equal(a, expected)
+    # overlapping views of one array
+    a = rng.standard_normal(1 << 16).astype(np.float32)
+    expected = np.roll(a[:-4], -1) - a[:-4]
+    prg.shift(a[:-4], a[4:], a.size - 4)
+    np.testing.assert_array_equal(a[4:], expected)
+
+
+@pytest.mark.parametrize("offset", [4, 16, 32, 128])
+def test_numpy_arrays_off_the_types_alignment_are_copied(device, rng, monkeypatch, offset):
+    """A numpy array is used in place only where it starts as a buffer of its type would (on 16
+    bytes, 32 for a float8, and what the driver needs to use host memory in place); others are
+    copied. The results are the same."""
+    from clkit import _transfer
+    src = """
+    __kernel void scale8(__global const float8* a, __global float8* out)
+    {
+        size_t i = get_global_id(0);
+        out[i] = a[i] * 3.0f;
+    }
+    """
+    prg = clkit.Program.from_source(src, device=device)
+    made = []
+    real_buffer = cl.Buffer
+    monkeypatch.setattr(cl, "Buffer", lambda *a, **k: made.append(a[1]) or real_buffer(*a, **k))
+    raw = np.zeros(8 * 50 + 128, np.float32)
+    start = (-raw.ctypes.data % 256 + offset) // 4
+    a = raw[start:start + 8 * 50]
+    a[...] = rng.standard_normal(a.size)
+    out_raw = np.zeros(raw.size + 64, np.float32)
+    out = out_raw[-out_raw.ctypes.data % 256 // 4 + offset // 4:][:a.size]
+    prg.scale8(a, out)
+    np.testing.assert_array_equal(out, a * np.float32(3))
+    assert np.count_nonzero(out_raw) == np.count_nonzero(out)
+    aligned = offset % max(32, _transfer.host_ptr_align(device)) == 0
+    in_place = [bool(flags & cl.mem_flags.USE_HOST_PTR) for flags in made]
+    assert in_place == [device.unified_memory and aligned] * 2
+
+
 def test_empty_arrays_launch_nothing(device):
     prg = clkit.Program.from_source(SAXPY, device=device)
     x = np.zeros(0, np.float32)
