@@ -4,7 +4,8 @@
 
 ``clkit.to_device`` of fresh numpy arrays (filled before the clock starts, as new data is) of
 100, 8 and 2 MiB, one after another: GB/s and ms per array.  Then a 100 MiB device array home:
-pyopencl's ``.get()`` into a new numpy array, ``.get(ary=...)`` into a pinned array
+pyopencl's ``.get()`` into a new numpy array, a copy into a new numpy array enqueued without
+blocking and waited for (a user kernel's copy back), ``.get(ary=...)`` into a pinned array
 (:func:`clkit.pinned_like`), and clkit's staged download into a new numpy array (what the
 library does for a numpy result it cannot make pinned).  With ``--ways``, the ways a numpy
 array reaches the device without clkit's staging, in plain pyopencl: the driver's copy from
@@ -52,7 +53,15 @@ def download_rates(device, rounds: int = 12) -> None:
     arr = clkit.to_device(host, device=device)
     pinned = clkit.pinned_like(host, device=device)
     rt = clkit.runtime(device)
+    queue = arr.queue
+
+    def enqueued():  # a user kernel's copy back: enqueued without blocking, waited for
+        back = np.empty_like(host)
+        cl.enqueue_copy(queue, back, arr.base_data, is_blocking=False).wait()
+        return back
+
     ways = {"get()": lambda: arr.get(),
+            "enqueued copy, waited for": enqueued,
             "get(ary=pinned)": lambda: arr.get(ary=pinned),
             "staged download": lambda: _transfer.download(rt, arr)}
     for name, way in ways.items():

@@ -99,6 +99,7 @@ def _pointer_converter(bound, p):
     writes = not p.const
     max_constant = bound.device.cl_device.max_constant_buffer_size
     base_align = max(1, bound.device.cl_device.mem_base_addr_align // 8)  # reported in bits
+    shares = bound.device.unified_memory
     # numpy memory used in place must lie as a buffer of the parameter's type would: at least on
     # 16 bytes (the widest load of most kernels), on a whole vector for wider vector types
     align = max(_transfer.INPUT_ALIGN, min(stride * (dtype.itemsize if dtype is not None else 1),
@@ -181,7 +182,7 @@ def _pointer_converter(bound, p):
         # memory); it may wait for work queued before it when a staging buffer is reused. (A
         # queue of the caller's own would need staging buffers of its own, 128 MiB each.)
         wrapped = launch._in_place
-        if wrapped is not None and in_place(staging, writes, wrapped):
+        if wrapped is not None and shares and in_place(staging, writes, wrapped):
             # a CPU driver's kernel reads and writes the numpy memory itself: no copies, and no
             # new memory to fault in (PoCL, saxpy of 2^24 floats: see benchmarks/user_numpy.py)
             flags = cl.mem_flags.USE_HOST_PTR | (
@@ -195,7 +196,7 @@ def _pointer_converter(bound, p):
             if writes:
                 if launch._copies is None:
                     launch._copies = []
-                launch._copies.append((buf, arr, staging, True))
+                launch._copies.append((buf, arr, staging, MAP))
             return buf
         staged = launch._queue is rt.queue and _transfer.stages(rt, staging)
         try:
@@ -213,7 +214,11 @@ def _pointer_converter(bound, p):
         if writes:
             if launch._copies is None:
                 launch._copies = []
-            launch._copies.append((buf, arr, staging, False))
+            # staged home too when the call waits: the copies out of the staging buffers are
+            # made as it waits (an H200, 100 MiB: 15 GB/s, against 5 from the driver's copy into
+            # pageable memory; benchmarks/uploads.py)
+            how = STAGE if staged and wrapped is not None else COPY
+            launch._copies.append((buf, arr, staging, how))
         return buf
 
     def in_place(host, writes, wrapped) -> bool:
@@ -229,11 +234,19 @@ def _pointer_converter(bound, p):
     return convert
 
 
+#: How a written numpy argument comes home after the kernel (see ``Launch._copies``): a copy
+#: enqueued after it, the buffer that wraps the array mapped, or staged as the launch is waited for.
+COPY, MAP, STAGE = range(3)
+
+
 def copy_back(queue, copies, traced):
     """Enqueue the copies back of a launch's written numpy arguments (see ``Launch._copies``)
-    after its kernel; returns the last one's event."""
-    for buf, _, staging, wrapped in copies:
-        if wrapped:  # the kernel wrote the array itself: mapping makes its writes visible
+    after its kernel, but the staged ones; returns the last one's event, or None."""
+    last = None
+    for buf, _, staging, how in copies:
+        if how == STAGE:
+            continue
+        if how == MAP:  # the kernel wrote the array itself: mapping makes its writes visible
             mapped, event = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ, 0,
                                                   (staging.nbytes,), np.uint8, is_blocking=False)
             if traced:

@@ -22,9 +22,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import _trace
+from . import _trace, _transfer
 from ._array import _size
-from ._convert import LocalMemory, converter, copy_back
+from ._convert import STAGE, LocalMemory, converter, copy_back
 from ._devices import Device, check_process, select, setting
 from ._errors import ArgumentTypeError, ArgumentValueError
 from ._runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime, runtime_of_array,
@@ -83,11 +83,12 @@ class Launch:
         self._pending = False
         self._ms = None
         self._count = None  # while converting arguments: element count of the first array
-        # (buffer, target array, contiguous staging array, whether the buffer wraps the staging
-        # array) to copy back
+        # (buffer, target array, contiguous staging array, how: _convert.COPY, MAP or STAGE) of
+        # each written numpy argument
         self._copies = None
-        # while converting arguments: the numpy arrays whose memory the kernel uses in place, and
-        # whether it writes them; None where none may be (see _convert)
+        # while converting the arguments of a call that waits for its kernel: the numpy arrays
+        # the kernel uses in place, and whether it writes them (see _convert); None for a call
+        # that returns before its kernel finishes
         self._in_place = None
 
     @property
@@ -104,7 +105,14 @@ class Launch:
             except cl.Error as exc:
                 name = self.kernel.name
                 raise driver_error(exc, self._rt, f"kernel {name}", kernel=name) from exc
-            for _, target, staging, _ in self._copies or ():
+            for buf, target, staging, how in self._copies or ():
+                if how == STAGE:
+                    try:
+                        _transfer.staging(self._rt, self._queue).download(self._queue, buf,
+                                                                           staging)
+                    except cl.Error as exc:
+                        raise driver_error(exc, self._rt, f"copying {_size(staging.nbytes)} "
+                                           "from the device") from exc
                 if staging is not target:  # a target that could not be copied into directly
                     target[...] = staging
         return self
@@ -301,7 +309,7 @@ class Kernel:
         if bound.local_args:
             _check_local_memory(bound, args)
         launch = Launch(self, rt, queue)
-        if wait and rt.device.unified_memory:
+        if wait:
             launch._in_place = []
         count = None
         made = None  # what the converters made (buffers of numpy arguments), alive until enqueued
@@ -372,7 +380,7 @@ class Kernel:
             _trace.kernel(t0, launch, queue, args)
         if launch._copies:
             try:
-                launch._last = copy_back(queue, launch._copies, t0)
+                launch._last = copy_back(queue, launch._copies, t0) or launch._last
             except cl.Error as exc:
                 raise _launch_error(exc, bound, gsize, lsize) from exc
         launch._pending = True

@@ -56,8 +56,9 @@ def test_to_device_stages_large_arrays(discrete, rng, shape, dtype):
 
 def test_user_kernels_stage_large_numpy_arguments(discrete, rng, tmp_path):
     """A user kernel's numpy arguments above 1 MiB go up through the staging buffers of the
-    device's queue, and the array it writes comes home; on a queue of the caller's own they
-    are copied as their buffers are made."""
+    device's queue, and the array it writes comes home through them when the call waits (a
+    copy enqueued after the kernel when it does not); on a queue of the caller's own they are
+    copied as their buffers are made, and copied back."""
     device, staged = discrete
     path = tmp_path / "saxpy.cl"
     path.write_text(SAXPY)
@@ -66,16 +67,24 @@ def test_user_kernels_stage_large_numpy_arguments(discrete, rng, tmp_path):
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
     expected = np.float32(2.5) * x + y
-    prg.saxpy(2.5, x, y).wait()
+    prg.saxpy(2.5, x, y)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
-    assert staged["upload"] == 2
+    assert staged == {"upload": 2, "download": 1}
+    launch = prg.saxpy(1.0, x, y, wait=False)
+    launch.wait()
+    np.testing.assert_allclose(y, expected + x, rtol=1e-5, atol=1e-5)
+    assert staged == {"upload": 4, "download": 1}
+    strided = np.zeros(2 * n, np.float32)[::2]  # comes home through a contiguous copy
+    prg.saxpy(1.0, x, strided)
+    np.testing.assert_array_equal(strided, x)
+    assert staged == {"upload": 6, "download": 2}
     queue = clkit.runtime(device).new_queue()
     small = y[:1000].copy()
-    prg.saxpy(-2.5, x, y, queue=queue).wait()  # undoes the first
+    prg.saxpy(-3.5, x, y, queue=queue).wait()  # undoes both
     prg.saxpy(1.0, x[:1000], small).wait()  # 4 KB: copied as the buffer is made
     np.testing.assert_allclose(y, expected - np.float32(2.5) * x, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(small, expected[:1000] + x[:1000], rtol=1e-5, atol=1e-5)
-    assert staged["upload"] == 2
+    np.testing.assert_allclose(small, expected[:1000] + 2 * x[:1000], rtol=1e-5, atol=1e-5)
+    assert staged == {"upload": 6, "download": 2}
 
 
 # -- the library's numpy-in, numpy-out calls as they run on a GPU --------------------------------
