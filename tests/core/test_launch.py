@@ -158,12 +158,13 @@ def test_numpy_arguments_on_shared_memory_devices_are_used_in_place(device, rng,
     """On a device that shares the host's memory (CPU drivers) a waited-for call reads and writes
     the numpy arrays themselves, with no buffers copied; elsewhere, or with ``wait=False``, they
     are copied in and out."""
+    from clkit import _transfer
     prg = clkit.Program.from_source(SAXPY, device=device)
     made = []
     real_buffer = cl.Buffer
     monkeypatch.setattr(cl, "Buffer", lambda *a, **k: made.append(a[1]) or real_buffer(*a, **k))
-    x = rng.standard_normal(4099).astype(np.float32)
-    y = rng.standard_normal(4099).astype(np.float32)
+    x, y = (_transfer.aligned_empty((4099,), np.float32) for _ in range(2))  # on 128 bytes
+    x[...], y[...] = rng.standard_normal((2, 4099))
     expected = np.float32(2.5) * x + y
     prg.saxpy(2.5, x, y)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
