@@ -210,6 +210,20 @@ CLK_INLINE float4 shifted4(const float4 a, const float4 b, const int s)
  * other lengths the same for every vector of a row): element i - s starts an aligned one. */
 #define VECTOR_SHIFT(base, i) ((int)(((size_t)(base) / sizeof(*(base)) + (size_t)(i)) & 3))
 
+/* Vector b of a run read from the aligned vectors it lies in, s elements into them (aligned:
+ * where the run's first aligned vector starts), after vector b - 1: *carry holds the aligned
+ * vector that vector b starts in (LOAD_SRC4(aligned) before vector 0) and moves on one, so that
+ * each load serves two vectors of the run. */
+#if !ROW_ALIGNED
+CLK_INLINE float4 next_shifted4(__global const SRC_T* aligned, const int b, const int s,
+                                float4* carry)
+{
+    const float4 prev = *carry;
+    *carry = LOAD_SRC4(aligned + 4 * b + 4);
+    return shifted4(prev, *carry, s);
+}
+#endif
+
 #if ROW_ALIGNED
 #define ROW_VECTORS(rowlen) (((rowlen) & 3) == 0)
 #define ROW_SLACK 0
@@ -233,7 +247,11 @@ CLK_INLINE float4 shifted4(const float4 a, const float4 b, const int s)
  * with 4 left). */
 CLK_INLINE void store_row4(__global float* d, const float4 v, const int left, const int rowlen)
 {
-    if (ROW_VECTORS(rowlen) && (ROW_ALIGNED || left >= 4)) {
+#if ROW_ALIGNED
+    if (ROW_VECTORS(rowlen)) {
+#else
+    if (left >= 4) {
+#endif
         STORE_ROW4(d, v);
         return;
     }

@@ -150,11 +150,8 @@ void convolve_fused(__global const SRC_T* restrict src,
             const int sh = VECTOR_SHIFT(s, 0);
             float4 next = LOAD_SRC4(s - sh);
 #pragma unroll
-            for (int i = 0; i < RNV; i++) {
-                const float4 prev = next;
-                next = LOAD_SRC4(s - sh + 4 * i + 4);
-                vstore4(shifted4(prev, next, sh), i, v);
-            }
+            for (int i = 0; i < RNV; i++)
+                vstore4(next_shifted4(s - sh, i, sh, &next), i, v);
 #endif
 #pragma unroll
             for (int q = 0; q < ROW_EPI / 4; q++) {

@@ -67,9 +67,7 @@ void convolve_rows(__global const SRC_T* restrict src,
 #if ROW_ALIGNED
             v = LOAD_ROW4(row + x0 + 4 * b);
 #else
-            const float4 prev = next;
-            next = LOAD_SRC4(aligned + 4 * b + 4);
-            v = shifted4(prev, next, s);
+            v = next_shifted4(aligned, b, s, &next);
 #endif
         } else {
             const int x = x0 + 4 * b;
