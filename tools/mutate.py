@@ -190,6 +190,15 @@ MUTANTS = [
     M("cli-blur-mode-ignored", "clkit blur ignores --mode (always nearest)",
       "clkit/**/*.py", "gaussian_blur(image, args.sigma, mode=args.mode",
       "gaussian_blur(image, args.sigma, mode=\"nearest\"", ["test_blur_jpeg"]),
+    # -- user kernels' numpy arguments
+    M("in-place-overlap", "an array written in place may overlap another argument",
+      "clkit/**/*.py", "return not any((writes or other_writes) and np.may_share_memory(",
+      "return not any(False and np.may_share_memory(",
+      ["test_an_array_passed_twice_is_read_as_it_was_at_the_call"]),
+    M("staged-back-skipped", "a user kernel's staged result never comes home",
+      "clkit/**/*.py", "                if how == STAGE:\n                    try:",
+      "                if how == -1:\n                    try:",
+      ["test_user_kernels_stage_large_numpy_arguments"]),
     # -- the tests' own reference helper
     M("helper-infinite-tolerance", "assert_close_scaled lets an infinite tolerance pass anything",
       "tests/**/_reference.py", "ok = finite & np.isfinite(g) & (np.abs(g - expected) <= tol)",
