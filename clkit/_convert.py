@@ -198,11 +198,13 @@ def _pointer_converter(bound, p):
                     launch._copies = []
                 launch._copies.append((buf, arr, staging, MAP))
             return buf
-        staged = launch._queue is rt.queue and _transfer.stages(rt, staging)
+        stage = launch._queue is rt.queue and _transfer.stages(rt, staging) and \
+            _transfer.staging(rt, rt.queue, wait=False)
+        staged = bool(stage)
         try:
             if staged:
                 buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, arr.nbytes)
-                _transfer.staging(rt, rt.queue).upload(rt.queue, buf, staging)
+                stage.upload(rt.queue, buf, staging)
             else:
                 buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                 hostbuf=staging)

@@ -149,20 +149,39 @@ class Staging:
         _copy(data[start:start + size], slot.host[:size])
 
 
-_staging: dict = {}
+_staging: dict = {}  # id(queue) -> (queue, the future of its Staging)
 _staging_lock = threading.Lock()
+_maker = None  # the thread that makes staging buffers
 
 
-def staging(rt, queue) -> Staging:
-    """The staging buffers for transfers on ``queue`` (made on first use)."""
+def staging(rt, queue, wait: bool = True) -> Staging | None:
+    """The staging buffers for transfers on ``queue``.
+
+    They are made on first use, in the background: pinning their 128 MiB takes tens of
+    milliseconds (the first 100 MiB ``to_device`` of a process on an H200 took 75-88 ms with
+    them made on the spot, the next ones 5.5-6.5), more than one transfer through the driver's
+    own copy.  With ``wait=False``, None until they are ready, and for good where they could not
+    be made (no pinned memory to spare): the caller then makes a plain copy.
+    """
+    global _maker
     key = id(queue)
     found = _staging.get(key)
     if found is None:
         with _staging_lock:
             found = _staging.get(key)
             if found is None:
-                found = _staging[key] = (queue, Staging(rt.context, queue))
-    return found[1]
+                if _maker is None:
+                    _maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clkit-staging")
+                # mapped through a queue of their own: a blocking map on ``queue`` would wait for
+                # whatever the caller enqueued on it
+                made = _maker.submit(lambda: Staging(rt.context, cl.CommandQueue(rt.context)))
+                found = _staging[key] = (queue, made)
+    made = found[1]
+    if not (wait or made.done()):
+        return None
+    if wait:
+        return made.result()
+    return None if made.exception() else made.result()
 
 
 def aligned_empty(shape, dtype, align: int = OUTPUT_ALIGN) -> np.ndarray:
@@ -280,8 +299,9 @@ def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALI
         out = cl_array.empty(queue, host.shape, host.dtype)
     if host.nbytes:
         try:
-            if stages(rt, host):
-                staging(rt, queue).upload(queue, out.base_data, host, out.offset)
+            stage = stages(rt, host) and staging(rt, queue, wait=False)
+            if stage:
+                stage.upload(queue, out.base_data, host, out.offset)
             else:  # one copy
                 pinned = _pinned_here(rt, host)
                 _copy_traced(queue, out.base_data, host, "h2d", host.nbytes, not pinned,
@@ -325,13 +345,15 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         return host
     target = host if host.flags.c_contiguous else np.empty(arr.shape, arr.dtype)
     try:
+        stage = not (target.nbytes < SMALL or rt.device.unified_memory) and \
+            staging(rt, queue, wait=False)
         if _pinned_here(rt, target):
             pinned_download(queue, target, arr.base_data, arr.offset)
-        elif target.nbytes < SMALL or rt.device.unified_memory:
+        elif stage:
+            stage.download(queue, arr.base_data, target, arr.offset)
+        else:
             _copy_traced(queue, target, arr.base_data, "d2h", target.nbytes, True,
                          src_offset=arr.offset)
-        else:
-            staging(rt, queue).download(queue, arr.base_data, target, arr.offset)
     except cl.Error as exc:
         raise driver_error(exc, rt, f"copying {_size(target.nbytes)} from the device") from exc
     if target is not host:

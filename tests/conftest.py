@@ -91,5 +91,8 @@ def discrete(device, monkeypatch):
 
     monkeypatch.setattr(_transfer.Staging, "upload", counted("upload"))
     monkeypatch.setattr(_transfer.Staging, "download", counted("download"))
+    # a queue's staging buffers are made before its first transfer needs them, not beside it
+    made = _transfer.staging
+    monkeypatch.setattr(_transfer, "staging", lambda rt, queue, wait=True: made(rt, queue))
     with reporting(device, unified_memory=False):
         yield device, staged

@@ -1,5 +1,7 @@
 """Staged transfers through pinned buffers (the GPU path), exercised on every device."""
 
+import threading
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -9,7 +11,8 @@ from clkit import _pinned, _transfer
 from clkit import kernels as ck
 
 from _reference import (SAXPY, assert_close_scaled, assert_counts_equal, convolve_reference,
-                        filter_ulps, gray_reference, mandelbrot_reference, skip_on_simulator)
+                        filter_ulps, gray_reference, mandelbrot_reference, reporting,
+                        skip_on_simulator)
 
 
 @pytest.mark.parametrize("nbytes", [1, 4096, 1_000_003, 5 * 65536 + 17])
@@ -37,6 +40,40 @@ def test_staged_multidimensional_and_typed(device, rng):
     back = np.zeros_like(host)
     staging.download(rt.queue, buf, back)
     np.testing.assert_array_equal(back, host)
+
+
+def test_a_queue_s_first_transfers_go_plain_while_its_staging_buffers_are_made(device, rng,
+                                                                                monkeypatch):
+    """The staging buffers of a queue are made in the background when a transfer first wants
+    them; until they are ready, transfers are plain copies, with the same results."""
+    skip_on_simulator(device, "megabytes of staged data")
+    rt = clkit.runtime(device)
+    queue = rt.new_queue()
+    ready = threading.Event()
+    staged = []
+    make, upload = _transfer.Staging, _transfer.Staging.upload
+
+    def slow(*args):
+        ready.wait(10)
+        return make(*args)
+
+    def counted(self, *args):
+        staged.append("up")
+        return upload(self, *args)
+
+    monkeypatch.setattr(make, "upload", counted)
+    monkeypatch.setattr(_transfer, "Staging", slow)
+    host = rng.random(1 << 19, dtype=np.float32)  # 2 MiB
+    with reporting(device, unified_memory=False):
+        first = _transfer.upload(rt, host, queue)
+        back = _transfer.download(rt, first)
+        assert staged == [] and _transfer.staging(rt, queue, wait=False) is None
+        ready.set()
+        _transfer.staging(rt, queue)  # waits until they are made
+        second = _transfer.upload(rt, host * 2, queue)
+        np.testing.assert_array_equal(back, host)
+        np.testing.assert_array_equal(_transfer.download(rt, second), host * 2)
+        assert staged == ["up"]
 
 
 @pytest.mark.parametrize("shape,dtype", [((1000, 700), np.float32), ((513, 1027, 3), np.uint8),
