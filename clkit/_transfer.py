@@ -8,9 +8,11 @@ ordinary (pageable) host memory is slow:
 the driver stages it through pinned memory one piece at a time.  clkit does
 the staging itself: the data goes through a few pinned buffers (allocated
 with ``ALLOC_HOST_PTR`` and kept mapped), in chunks, so that the host copies
-one chunk while the device's DMA engine moves another.  Arrays that already
-live in pinned memory of the device's context (:func:`clkit.pinned_empty`)
-skip the staging: the DMA engine reads and writes them directly.
+one chunk while the device's DMA engine moves another; a queue's buffers are
+made in the background when its first large transfer wants them, which goes
+by the driver's own copy meanwhile.  Arrays that already live in pinned memory
+of the device's context (:func:`clkit.pinned_empty`) skip the staging: the DMA
+engine reads and writes them directly.
 """
 
 from __future__ import annotations
