@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyopencl as cl
@@ -82,14 +81,13 @@ def pinned_empty(shape, dtype, device=None) -> np.ndarray:
     return host
 
 
-def _map(rt, nbytes: int, queue=None) -> np.ndarray:
-    """A new pinned buffer of ``rt``'s context, mapped (through ``queue``, default ``rt``'s):
-    its bytes as a uint8 array."""
+def _map(rt, nbytes: int) -> np.ndarray:
+    """A new pinned buffer of ``rt``'s context, mapped: its bytes as a uint8 array."""
     def make():
         # A buffer may not be empty: a zero-size array still gets one byte behind it.
         buf = cl.Buffer(rt.context, cl.mem_flags.ALLOC_HOST_PTR | cl.mem_flags.READ_WRITE,
                         max(1, nbytes))
-        raw, _ = cl.enqueue_map_buffer(queue or rt.queue, buf,
+        raw, _ = cl.enqueue_map_buffer(rt.queue, buf,
                                        cl.map_flags.READ | cl.map_flags.WRITE, 0,
                                        (max(1, nbytes),), np.uint8)
         return raw  # its base, the mapping, keeps the buffer alive and unmaps it when freed
@@ -204,65 +202,36 @@ class _Pool:
     staging copy and no page faults on fresh memory.  Blocks come back to the
     pool when the result and all its views are gone; at most ``POOL_BYTES``
     are held, beyond which results are ordinary numpy memory.
-
-    Pinning is slow (on an H200's host a new 33 MiB block took 20-25 ms, where
-    a result in ordinary memory costs a few), so a call never waits for it: a
-    call that finds no free block of its size gets ordinary memory and has one
-    made in the background for the calls after it.  A loop that drops each
-    result gets pinned ones from its second or third call on; one that keeps
-    them all gets ordinary memory, as fast as a new block would be for it.
     """
 
     def __init__(self):
         self.free: dict = {}  # (context, block bytes) -> [raw, ...]
-        self.making: dict = {}  # key -> the future of a block being made
         self.held = 0
         self.lock = threading.RLock()
-        self.maker = None
 
     def take(self, rt, nbytes: int) -> np.ndarray | None:
         size = -(-nbytes // _GRAIN) * _GRAIN
         key = (rt.context.int_ptr, size)
         with self.lock:
             blocks = self.free.get(key)
-            if not blocks:
-                self._make(rt, key)
+            raw = blocks.pop() if blocks else None
+            if raw is None:
+                if size > POOL_BYTES - self.held:
+                    self._trim(POOL_BYTES - size)
+                if size > POOL_BYTES - self.held:
+                    return None
+                self.held += size
+        if raw is None:
+            try:
+                raw = _map(rt, size)
+            except Exception:
+                with self.lock:
+                    self.held -= size
                 return None
-            raw = blocks.pop()
+            _remember(raw, rt.context)  # for the pool's life: blocks are never unmapped in use
         lent = np.asarray(_Lease(raw, nbytes))
         weakref.finalize(lent, self._give_back, key, raw)
         return lent
-
-    def _make(self, rt, key):
-        """Start making a block for ``key`` unless one is on its way or the pool is full (the
-        lock is held)."""
-        size = key[1]
-        if key in self.making:
-            return
-        if size > POOL_BYTES - self.held:
-            self._trim(POOL_BYTES - size)
-            if size > POOL_BYTES - self.held:
-                return
-        self.held += size
-        if self.maker is None:
-            self.maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clkit-pinned")
-        self.making[key] = self.maker.submit(self._made, rt, key)
-
-    def _made(self, rt, key):
-        raw = None
-        try:
-            # mapped through a queue of its own: a blocking map on the runtime's queue would
-            # wait for the calls enqueued on it
-            raw = _map(rt, key[1], cl.CommandQueue(rt.context))
-            _remember(raw, rt.context)  # for the pool's life: blocks are never unmapped in use
-        except Exception:  # no pinned memory to spare: results stay ordinary
-            pass
-        with self.lock:
-            del self.making[key]
-            if raw is None:
-                self.held -= key[1]
-            else:
-                self.free.setdefault(key, []).append(raw)
 
     def _give_back(self, key, raw):
         with self.lock:
@@ -275,13 +244,6 @@ class _Pool:
                 raw = blocks.pop()
                 _forget(id(raw))
                 self.held -= key[1]
-
-    def ready(self):
-        """Wait until the blocks being made are in the pool."""
-        with self.lock:
-            making = list(self.making.values())
-        for made in making:
-            made.exception()  # waits; a block that could not be made is no error here
 
 
 _pool = _Pool()

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 import clkit  # noqa: E402
-from clkit import _pinned, _transfer  # noqa: E402
+from clkit import _transfer  # noqa: E402
 from clkit._devices import select_many  # noqa: E402
 
 from _reference import reporting, skip_on_simulator  # noqa: E402
@@ -91,20 +91,8 @@ def discrete(device, monkeypatch):
 
     monkeypatch.setattr(_transfer.Staging, "upload", counted("upload"))
     monkeypatch.setattr(_transfer.Staging, "download", counted("download"))
-    # a queue's staging buffers, and pinned blocks for results, are made before the transfer that
-    # wants them, not beside it
+    # a queue's staging buffers are made before its first transfer needs them, not beside it
     made = _transfer.staging
     monkeypatch.setattr(_transfer, "staging", lambda rt, queue, wait=True: made(rt, queue))
-    pool = _pinned._pool
-    take = pool.take
-
-    def take_made(rt, nbytes):
-        lent = take(rt, nbytes)
-        if lent is None:
-            pool.ready()
-            lent = take(rt, nbytes)
-        return lent
-
-    monkeypatch.setattr(pool, "take", take_made)
     with reporting(device, unified_memory=False):
         yield device, staged

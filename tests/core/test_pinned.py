@@ -10,7 +10,7 @@ from clkit import _pinned
 from clkit import kernels as ck
 
 from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gray_reference,
-                        raises_argument_error, record_transfers, reporting, skip_on_simulator)
+                        raises_argument_error, record_transfers)
 
 
 def test_pinned_empty_is_a_writable_contiguous_array(device):
@@ -153,28 +153,6 @@ def test_a_view_keeps_a_result_from_being_reused(discrete, rng):
     np.testing.assert_array_equal(row, kept)
     reference, _ = convolve_reference(a, np.ones((3, 3), np.float32))
     np.testing.assert_allclose(row, reference[350, ::-1], rtol=1e-5)
-
-
-def test_a_result_never_waits_for_pinned_memory(device, rng):
-    """A call that finds no free pinned block of its result's size returns ordinary memory and
-    has one made in the background, which a later call gets; a result still held keeps its
-    block."""
-    skip_on_simulator(device, "megabytes of staged data")
-    pool = _pinned._pool
-    pool.ready()
-    with pool.lock:
-        pool._trim(0)  # no free blocks left from earlier tests
-    a = rng.random(1 << 19, dtype=np.float32)
-    with reporting(device, unified_memory=False):
-        first = ck.vector_add(a, a, device=device)
-        assert not clkit.is_pinned(first)
-        pool.ready()
-        second = ck.vector_add(a, a, device=device)
-        assert clkit.is_pinned(second, device)
-        third = ck.vector_add(a, a, device=device)  # the block is the second's: ordinary again
-        assert not clkit.is_pinned(third)
-    for r in (first, second, third):
-        np.testing.assert_array_equal(r, a + a)
 
 
 def test_results_beyond_the_pool_are_ordinary_memory(discrete, rng, monkeypatch):
