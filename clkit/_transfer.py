@@ -347,11 +347,10 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         return host
     target = host if host.flags.c_contiguous else np.empty(arr.shape, arr.dtype)
     try:
-        stage = not (target.nbytes < SMALL or rt.device.unified_memory) and \
-            staging(rt, queue, wait=False)
         if _pinned_here(rt, target):
             pinned_download(queue, target, arr.base_data, arr.offset)
-        elif stage:
+        elif not (target.nbytes < SMALL or rt.device.unified_memory) and \
+                (stage := staging(rt, queue, wait=False)):
             stage.download(queue, arr.base_data, target, arr.offset)
         else:
             _copy_traced(queue, target, arr.base_data, "d2h", target.nbytes, True,
