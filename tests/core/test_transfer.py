@@ -76,6 +76,20 @@ def test_a_queue_s_first_transfers_go_plain_while_its_staging_buffers_are_made(d
         assert staged == ["up"]
 
 
+def test_pinned_downloads_make_no_staging_buffers(discrete, rng):
+    """A download into pinned memory goes by DMA: its queue gets no staging buffers for it."""
+    import pyopencl.array as cl_array
+    device, staged = discrete
+    rt = clkit.runtime(device)
+    queue = rt.new_queue()
+    host = rng.random(1 << 19, dtype=np.float32)  # 2 MiB
+    back = clkit.pinned_empty(host.shape, host.dtype, device=device)
+    assert clkit.is_pinned(back, device)
+    _transfer.download(rt, cl_array.to_device(queue, host), back)
+    np.testing.assert_array_equal(back, host)
+    assert id(queue) not in _transfer._staging and staged["download"] == 0
+
+
 @pytest.mark.parametrize("shape,dtype", [((1000, 700), np.float32), ((513, 1027, 3), np.uint8),
                                          ((7,), np.int64)])
 def test_to_device_stages_large_arrays(discrete, rng, shape, dtype):
