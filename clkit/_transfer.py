@@ -179,11 +179,9 @@ def staging(rt, queue, wait: bool = True) -> Staging | None:
                 made = _maker.submit(lambda: Staging(rt.context, cl.CommandQueue(rt.context)))
                 found = _staging[key] = (queue, made)
     made = found[1]
-    if not (wait or made.done()):
-        return None
     if wait:
         return made.result()
-    return None if made.exception() else made.result()
+    return made.result() if made.done() and not made.exception() else None
 
 
 def aligned_empty(shape, dtype, align: int = OUTPUT_ALIGN) -> np.ndarray:
@@ -264,9 +262,9 @@ def to_device(array, device=None) -> cl_array.Array:
 
 
 def stages(rt, host: np.ndarray) -> bool:
-    """Whether ``host`` goes to ``rt``'s device through the staging buffers: on a device with
-    memory of its own, from SMALL bytes up, unless it is pinned memory of the device's context
-    (which the DMA engine reads as it is)."""
+    """Whether ``host`` goes to or comes from ``rt``'s device through the staging buffers: on a
+    device with memory of its own, from SMALL bytes up, unless it is pinned memory of the
+    device's context (which the DMA engine reads and writes as it is)."""
     return not (rt.device.unified_memory or host.nbytes < SMALL or _pinned_here(rt, host))
 
 
@@ -349,8 +347,7 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
     try:
         if _pinned_here(rt, target):
             pinned_download(queue, target, arr.base_data, arr.offset)
-        elif not (target.nbytes < SMALL or rt.device.unified_memory) and \
-                (stage := staging(rt, queue, wait=False)):
+        elif stages(rt, target) and (stage := staging(rt, queue, wait=False)):
             stage.download(queue, arr.base_data, target, arr.offset)
         else:
             _copy_traced(queue, target, arr.base_data, "d2h", target.nbytes, True,
