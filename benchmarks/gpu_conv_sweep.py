@@ -15,6 +15,9 @@ compared with the shipped one's (the same sums in the same order: bit-equal).
 ``--streamed``: only the two passes of Gaussians of sigma 2, 5 and 10, both streamed through
 registers with each (work-group width, outputs per work-item) of STREAMED or both through the
 tiles (None).
+``--stream``: 2-D masks of 3x3 to 9x9 with each (LX, LY, PY) of STREAM_2D, and the one-kernel
+Gaussian of sigma 1.5 to 2.5 (float32; uint8 at sigma 2) with each of STREAM_FUSED, both
+streamed through registers, beside the tiles through local memory (None).
 Writes OUTDIR/gpu_conv_sweep.json and prints a table.
 """
 
@@ -54,6 +57,13 @@ STREAMED = [((64, 8), (64, 16)), ((64, 4), (64, 16)), ((128, 8), (64, 16)), ((32
             ((64, 16), (64, 16)), ((32, 16), (64, 16)), ((128, 16), (64, 16)), ((64, 32), (64, 16)),
             ((32, 32), (64, 16)), (None, None)]
 
+#: (LX, LY, PY) of the 2-D masks and of the one-kernel Gaussian streamed through registers
+#: (4 adjacent outputs of PY rows per work-item); None: the tiles through local memory
+STREAM_2D = [None, (64, 1, 8), (32, 1, 8), (128, 1, 8), (64, 1, 4), (64, 1, 6), (64, 1, 12),
+             (64, 1, 16), (32, 2, 8), (32, 4, 4), (64, 2, 4), (32, 4, 8)]
+STREAM_FUSED = [None, (64, 1, 16), (64, 1, 8), (32, 1, 16), (128, 1, 16), (64, 1, 12),
+                (64, 1, 24), (32, 2, 8), (32, 4, 8), (64, 1, 32), (32, 4, 4)]
+
 
 def kernel_median_ms(call, rounds):
     """The kernels' event time of ``call``, median of ``rounds``, in the specialised build made
@@ -80,6 +90,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="float32", help="the image's (default float32)")
     parser.add_argument("--no-tiles", action="store_true",
                         help="the shipped 2-D and two-pass tiles only")
+    parser.add_argument("--stream", action="store_true",
+                        help="only the 2-D masks and the one kernel, each layout of STREAM_2D "
+                             "and STREAM_FUSED")
     parser.add_argument("--streamed", action="store_true",
                         help="only the two passes, each layout of STREAMED")
     args = parser.parse_args(argv)
@@ -106,8 +119,9 @@ def main(argv=None) -> int:
     queue.finish()
     copy_ms = float(np.median([(e.profile.end - e.profile.start) * 1e-6 for e in copy_times]))
 
-    if args.streamed:
-        results = sweep_streamed(image, out, copy_ms, args.rounds)
+    if args.streamed or args.stream:
+        results = (sweep_stream(image, out, copy_ms, args.rounds, device) if args.stream
+                   else sweep_streamed(image, out, copy_ms, args.rounds))
         report = {"device": str(device), "size": [width, height], "dtype": dtype.name,
                   "rounds": args.rounds, "copy_ms": copy_ms, "streamed": results}
         (args.outdir / "gpu_conv_sweep.json").write_text(json.dumps(report, indent=1))
@@ -173,6 +187,46 @@ def main(argv=None) -> int:
               "copy_ms": copy_ms, "layouts": results}
     (args.outdir / "gpu_conv_sweep.json").write_text(json.dumps(report, indent=1))
     return 0
+
+
+def sweep_stream(image, out, copy_ms, rounds, device) -> dict:
+    """2-D masks and the one-kernel Gaussian, each layout of STREAM_2D and STREAM_FUSED."""
+    rng = np.random.default_rng(5)
+    byte_image = clkit.to_device((rng.random(image.shape) * 255).astype(np.uint8), device=device)
+    cases = {f"{k}x{k}": (lambda m=rng.standard_normal((k, k)): convolve(image, m, out=out))
+             for k in (3, 5, 7, 9)}
+    gaussians = {f"sigma {s:g}": (lambda s=s: gaussian_blur(image, s, out=out))
+                 for s in (1.5, 2.0, 2.5)}
+    gaussians["uint8 sigma 2"] = lambda: gaussian_blur(byte_image, 2.0, out=out)
+    shipped = geo.GPU_STREAM_2D, geo.FUSED_STREAM
+    results, reference = {}, {}
+    try:
+        for kind, layouts, calls in (("2-D", STREAM_2D, cases),
+                                     ("one kernel", STREAM_FUSED, gaussians)):
+            for layout in layouts:
+                if kind == "2-D":
+                    geo.GPU_STREAM_2D = layout
+                else:
+                    geo.FUSED_STREAM = layout
+                row = {}
+                for case, call in calls.items():
+                    try:
+                        ms = kernel_median_ms(call, rounds)
+                    except clkit.ClkitError as exc:
+                        row[case] = {"error": str(exc).splitlines()[0]}
+                        continue
+                    got = out.get()
+                    diff = float(np.max(np.abs(got - reference.setdefault(case, got))))
+                    row[case] = {"ms": ms, "copy_bandwidth": copy_ms / ms, "max_diff": diff}
+                results[f"{kind} {layout}"] = row
+                print(f"{kind} {layout}:", " ".join(
+                    f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x"
+                    f"{'' if v['max_diff'] == 0 else ' DIFF %.2g' % v['max_diff']})"
+                    if "ms" in v else f"{c}: {v['error']}" for c, v in row.items()), flush=True)
+    finally:
+        geo.GPU_STREAM_2D, geo.FUSED_STREAM = shipped
+    print(f"device copy of the image: {copy_ms:.4f} ms")
+    return results
 
 
 def sweep_streamed(image, out, copy_ms, rounds) -> dict:

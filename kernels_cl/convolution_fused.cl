@@ -34,8 +34,11 @@
  * row load 6 vectors where 4 load 5, so the loads that feed the multiply-adds fall by two
  * fifths (an H200, float32 sigma 2: 0.121 ms against 0.135); longer spans take more registers.
  *
+ * With VEC4 and STREAM, each work-item streams its own rows through registers instead, with no
+ * local memory (see that kernel below).
+ *
  * Build-time defines: those of convolution.h, and LX, LY, PY, VEC4, ROW_EPI (default 4 with
- * VEC4) (the host checks that the local memory holds (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1)
+ * VEC4), STREAM (default 0) (the host checks that the local memory holds (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1)
  * elements of ACC_T).
  */
 #include "convolution.h"
@@ -51,6 +54,12 @@
 #endif
 #ifndef VEC4
 #define VEC4 0
+#endif
+#ifndef STREAM
+#define STREAM 0
+#endif
+#if STREAM && !VEC4
+#error "STREAM sums 4 row elements per work-item in float4s: it takes VEC4"
 #endif
 #define EPI (VEC4 ? 4 : 1)     /* row elements per work-item */
 #define EW (LX * EPI)          /* row elements per work-group */
@@ -95,6 +104,104 @@ CLK_INLINE ACC_T row_element(__global const SRC_T* src, MASK_SPACE const ACC_T* 
     return acc;
 }
 
+#if VEC4
+/* The RNV source vectors of a row-pass span from s, its first element, into v. In rows of other
+ * lengths (see convolution.h) the tiles' row pass reads them from aligned loads, each serving
+ * two vectors; STREAM reads each vector as 4 elements (Oclgrind 21.10 crashed running STREAM
+ * with the shifted loads). */
+CLK_INLINE void load_span(float v[4 * RNV], __global const SRC_T* s)
+{
+#if ROW_ALIGNED || STREAM
+#pragma unroll
+    for (int i = 0; i < RNV; i++)
+        vstore4(LOAD_ROW4(s + 4 * i), i, v);
+#else
+    const int sh = VECTOR_SHIFT(s, 0);
+    float4 next = LOAD_SRC4(s - sh);
+#pragma unroll
+    for (int i = 0; i < RNV; i++)
+        vstore4(next_shifted4(s - sh, i, sh, &next), i, v);
+#endif
+}
+
+/* The row pass of the 4 adjacent elements from 4q past a span's first output, from its
+ * vectors v. */
+CLK_INLINE float4 span_row4(const float v[4 * RNV], MASK_SPACE const ACC_T* row, const int q)
+{
+    float4 acc = 0;
+#if KW <= 64
+#pragma unroll
+#endif
+    for (int k = 0; k < KW; k++) {
+        const int a = HL4 - HALO_L + k * CHANNELS + 4 * q;
+        IF_TAP_USED(MASK_ROW, row, k)
+            acc += row[k] * (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
+    }
+    return acc;
+}
+#endif /* VEC4 */
+
+#if STREAM
+/*
+ * STREAM (with VEC4): each work-item streams its own rows through registers, with no local
+ * memory and no barrier. Work-item (i, j) computes the 4 adjacent row elements from 4i of the
+ * PY output rows from j * PY: for each of the PY + KH - 1 padded rows they need, it sums the
+ * row pass of its 4 elements from its span and adds that into every output the row feeds; an
+ * output is stored after its last row. The same sums as the tiles', in the same order; the
+ * rows shared with the work-items above and below are summed again by each.
+ */
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
+void convolve_fused(__global const SRC_T* restrict src,
+                    __global const int* restrict rowmap,
+                    MASK_SPACE const ACC_T* restrict row_arg,
+                    MASK_SPACE const ACC_T* restrict col_arg,
+                    __global OUT_T* restrict dst,
+                    const int width, const int out_rows, const ACC_T cval,
+                    const ACC_T cval_rows)
+{
+    MASK_SPACE const ACC_T* const row = MASK_ROW_OF(row_arg);
+    MASK_SPACE const ACC_T* const col = MASK_COL_OF(col_arg);
+    const int rowlen = width * CHANNELS;
+    const int e = (int)get_global_id(0) * 4;
+    const int p0 = (int)get_global_id(1) * PY;
+    if (e >= rowlen || p0 >= out_rows)
+        return;
+    const int last_p = out_rows + KH - 2;
+    const bool inside = e >= HALO_L && e + 4 + HALO_R <= rowlen;
+    const bool vectors = ROW_VECTORS(rowlen) && e >= HL4 && e - HL4 + 4 * RNV <= rowlen;
+    float4 acc[PY];
+#pragma unroll
+    for (int q = 0; q < PY + KH - 1; ++q) {
+        const int srow = rowmap[min(p0 + q, last_p)];
+        float4 sum = 0;
+        if (srow < 0) {
+            sum = (float4)cval_rows;
+        } else if (vectors) {
+            __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (e - HL4);
+            float v[4 * RNV];
+            load_span(v, s);
+            sum = span_row4(v, row, 0);
+        } else {
+            float a[4];
+            for (int c = 0; c < 4; c++)
+                a[c] = e + c < rowlen ? row_element(src, row, srow, e + c, width, cval, inside)
+                                      : 0;
+            sum = (float4)(a[0], a[1], a[2], a[3]);
+        }
+#pragma unroll
+        for (int o = 0; o < PY; ++o) {
+            const int t = q - o;
+            if (t == 0)
+                acc[o] = 0;
+            if (t >= 0 && t < KH)
+                IF_TAP_USED(MASK_COL, col, t) acc[o] += col[t] * sum;
+            if (t == KH - 1 && p0 + o < out_rows)
+                store_row4(dst + (size_t)(p0 + o) * (size_t)rowlen + e, acc[o], rowlen - e,
+                           rowlen);
+        }
+    }
+}
+#else
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_fused(__global const SRC_T* restrict src,
                     __global const int* restrict rowmap,
@@ -141,31 +248,10 @@ void convolve_fused(__global const SRC_T* restrict src,
         else if (vectors) {
             __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (er - HL4);
             float v[4 * RNV];
-#if ROW_ALIGNED
+            load_span(v, s);
 #pragma unroll
-            for (int i = 0; i < RNV; i++)
-                vstore4(LOAD_ROW4(s + 4 * i), i, v);
-#else
-            /* each aligned load serves two vectors of the span (see convolution.h) */
-            const int sh = VECTOR_SHIFT(s, 0);
-            float4 next = LOAD_SRC4(s - sh);
-#pragma unroll
-            for (int i = 0; i < RNV; i++)
-                vstore4(next_shifted4(s - sh, i, sh, &next), i, v);
-#endif
-#pragma unroll
-            for (int q = 0; q < ROW_EPI / 4; q++) {
-                float4 acc = 0;
-#if KW <= 64
-#pragma unroll
-#endif
-                for (int k = 0; k < KW; k++) {
-                    const int a = HL4 - HALO_L + k * CHANNELS + 4 * q;
-                    IF_TAP_USED(MASK_ROW, row, k)
-                        acc += row[k] * (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
-                }
-                ((__local float4*)out)[q] = acc;
-            }
+            for (int q = 0; q < ROW_EPI / 4; q++)
+                ((__local float4*)out)[q] = span_row4(v, row, q);
         }
 #endif
         else {
@@ -217,3 +303,4 @@ void convolve_fused(__global const SRC_T* restrict src,
 #endif
     }
 }
+#endif /* STREAM */

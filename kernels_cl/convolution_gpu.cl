@@ -31,8 +31,12 @@
  * in turn, row after row: a tile row has more vectors than LX (loading row by row, LX at a
  * time: 9x9 0.163 ms, 5x5 0.102).
  *
+ * With VEC4 and STREAM_2D, convolve_2d keeps no tile: each work-item streams its own rows
+ * through registers (see that kernel below).
+ *
  * Defines: LX, LY (work-group shape, which the launch must use; default 32 x 8: whole warps
- * along x), PX (default 2; 4 with VEC4), PY (default 4), KH_CHUNK (default KH), VEC4.
+ * along x), PX (default 2; 4 with VEC4), PY (default 4), KH_CHUNK (default KH), VEC4,
+ * STREAM_2D (default 0).
  * Global size: (ceil(width * CHANNELS / OUT_W) * LX, ceil(rows / OUT_H) * LY), local (LX, LY).
  */
 #ifndef LX
@@ -52,6 +56,9 @@
 #endif
 #ifndef VEC4
 #define VEC4 0
+#endif
+#ifndef STREAM_2D
+#define STREAM_2D 0
 #endif
 #if VEC4 && PX != 4
 #error "VEC4 computes PX = 4 adjacent elements per work-item"
@@ -227,6 +234,19 @@ CLK_INLINE void load_src_tile4(__local float* tile, const int tile_h,
     }
 }
 
+/* acc plus the taps of mask row t for 4 adjacent elements, from their span's NV vectors v */
+CLK_INLINE float4 row_taps4(const float v[4 * NV], MASK_SPACE const float* mask, const int t,
+                            float4 acc)
+{
+    GPU_UNROLL
+    for (int s = 0; s < KW; ++s) {
+        const int a = HL4 - HALO_L + s * CHANNELS;
+        IF_TAP_USED(MASK_2D, mask, t * KW + s)
+        acc += mask[t * KW + s] * (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
+    }
+    return acc;
+}
+
 /* tile_taps for 4 adjacent elements: tile row q's span of NV vectors feeds every tap */
 CLK_INLINE void tile_taps4(__local const float* tile, MASK_SPACE const float* mask,
                            const int c0, const int chunk, float4 acc[PY])
@@ -240,21 +260,90 @@ CLK_INLINE void tile_taps4(__local const float* tile, MASK_SPACE const float* ma
 #pragma unroll
         for (int i = 0; i < NV; i++)
             vstore4(row[i], i, v);
-        GPU_UNROLL
-        for (int s = 0; s < KW; ++s) {
-            const int a = HL4 - HALO_L + s * CHANNELS;
-            const float4 w = (float4)(v[a], v[a + 1], v[a + 2], v[a + 3]);
 #pragma unroll
-            for (int o = 0; o < PY; ++o) {
-                const int t = q - o;
-                if (t >= 0 && t < chunk && c0 + t < KH)
-                    IF_TAP_USED(MASK_2D, mask, (c0 + t) * KW + s)
-                    acc[o] += mask[(c0 + t) * KW + s] * w;
-            }
+        for (int o = 0; o < PY; ++o) {
+            const int t = q - o;
+            if (t >= 0 && t < chunk && c0 + t < KH)
+                acc[o] = row_taps4(v, mask, c0 + t, acc[o]);
         }
     }
 }
 
+#if STREAM_2D
+/* Vectors [0, NV) of the span of src row srow from element x0 (a multiple of 4) into v, for the
+ * 4 outputs from e = x0 + HL4: whole vectors where inside (the span lies in the row, and
+ * ROW_VECTORS allows), else element by element, folded; elements no tap of those outputs reads
+ * are 0. */
+CLK_INLINE void load_span4(float v[4 * NV], __global const SRC_T* src, const int srow,
+                           const int x0, const int width, const float cval, const bool inside)
+{
+    const int rowlen = width * CHANNELS;
+#if BORDER == BORDER_CONSTANT
+    if (srow < 0) {
+#pragma unroll
+        for (int i = 0; i < 4 * NV; i++)
+            v[i] = cval;
+        return;
+    }
+#endif
+    if (inside) {
+        __global const SRC_T* row = src + (size_t)srow * (size_t)rowlen + x0;
+#pragma unroll
+        for (int i = 0; i < NV; i++)
+            vstore4(LOAD_ROW4(row + 4 * i), i, v);
+        return;
+    }
+    for (int i = 0; i < 4 * NV; i++) {
+        const int x = x0 + i;
+        v[i] = i >= HL4 - HALO_L && i < HL4 + 4 + HALO_R && x < rowlen + HALO_R
+                   ? folded_src(src, srow, x, width, cval) : 0;
+    }
+}
+
+/*
+ * STREAM_2D: convolve_2d streamed through registers, with no local memory and no barrier.
+ * Work-item (i, j) computes the 4 adjacent row elements from 4i of the PY output rows from
+ * j * PY: it reads each of the PY + KH - 1 source rows they need once, its span of NV vectors,
+ * and adds each into every output the row feeds; an output is stored after its last row. The
+ * taps go in the tiles' order (t, then s) into one accumulator per output: the same sums.
+ * Neighbouring work-items of a group (LY > 1: rows PY apart) read the rows they share from the
+ * cache. Global size: (ceil(rowlen / 4), ceil(out_rows / PY)), each rounded up to (LX, LY).
+ */
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
+void convolve_2d(__global const SRC_T* restrict src,
+                 __global const int* restrict rowmap,
+                 MASK_SPACE const ACC_T* restrict mask,
+                 __global OUT_T* restrict dst,
+                 const int width, const int out_rows, const ACC_T cval)
+{
+    MASK_SPACE const float* w = MASK_2D_OF(mask);
+    const int rowlen = width * CHANNELS;
+    const int e = (int)get_global_id(0) * 4;
+    const int p0 = (int)get_global_id(1) * PY;
+    if (e >= rowlen || p0 >= out_rows)
+        return;
+    const int x0 = e - HL4;
+    const int last_p = out_rows + KH - 2;
+    const bool inside = ROW_VECTORS(rowlen) && x0 >= 0 && x0 + 4 * NV <= rowlen;
+    float4 acc[PY];
+#pragma unroll
+    for (int q = 0; q < PY + KH - 1; ++q) {
+        float v[4 * NV];
+        load_span4(v, src, rowmap[min(p0 + q, last_p)], x0, width, cval, inside);
+#pragma unroll
+        for (int o = 0; o < PY; ++o) {
+            const int t = q - o;
+            if (t == 0)
+                acc[o] = 0;
+            if (t >= 0 && t < KH)
+                acc[o] = row_taps4(v, w, t, acc[o]);
+            if (t == KH - 1 && p0 + o < out_rows)
+                store_row4(dst + (size_t)(p0 + o) * (size_t)rowlen + e, acc[o], rowlen - e,
+                           rowlen);
+        }
+    }
+}
+#else
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_2d(__global const SRC_T* restrict src,
                  __global const int* restrict rowmap,
@@ -287,6 +376,7 @@ void convolve_2d(__global const SRC_T* restrict src,
         store_row4(d, acc[o], rowlen - e, rowlen);
     }
 }
+#endif /* STREAM_2D */
 #elif WITH_DIRECT
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_2d(__global const SRC_T* restrict src,

@@ -113,6 +113,13 @@ def gpu_tile4(kh, kw) -> tuple:
     return 32, 4, 4, 6
 
 
+#: 2-D masks of up to GPU_VEC4_MAX over images summed in float streamed through registers
+#: (convolution_gpu.cl's STREAM_2D): work-groups (LX, LY), each work-item 4 adjacent outputs of PY
+#: rows; None: through the tiles in local memory (`gpu_tile4`).  Off until measured against
+#: the tiles on a GPU (``benchmarks/gpu_conv_sweep.py --stream``).
+GPU_STREAM_2D = None
+
+
 def cpu_vector_width(device, itemsize: int) -> int:
     """Elements per vector (VW) of the CPU variant: the device's native SIMD width for the type.
 
@@ -133,7 +140,8 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
     work-item, NACC accumulators, work-groups of 4.  GPU variant: `gpu_tile`'s
     work-groups and outputs per work-item, the mask rows in chunks that fit
     the local memory; with ``vec4`` (an image summed in float) 2-D masks of up to
-    GPU_VEC4_MAX take `gpu_tile4`'s four adjacent outputs per work-item.  A mask too wide for
+    GPU_VEC4_MAX take `gpu_tile4`'s four adjacent outputs per work-item (GPU_STREAM_2D's,
+    streamed through registers, where it is set).  A mask too wide for
     the tile falls back to GPU_TILE, and one too wide for that to the CPU variant, which runs
     on GPUs too.
     """
@@ -144,6 +152,10 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
         streamed = GPU_ROWS, GPU_COLS
     if device.type == "gpu":
         vec4 = vec4 and not separable and max(kh, kw) <= GPU_VEC4_MAX
+        if vec4 and GPU_STREAM_2D:
+            lx, ly, py = GPU_STREAM_2D
+            return Geometry("gpu", dict(LX=lx, LY=ly, PX=4, PY=py, VEC4=1, STREAM_2D=1),
+                            channels=channels, lx=lx, ly=ly, px=4, py=py)
         tiles = [(gpu_tile4(kh, kw), True)] if vec4 else []
         tiles += [(t, False) for t in dict.fromkeys([gpu_tile(kh, kw, separable), GPU_TILE])]
     for (lx, ly, px, py), vec4 in tiles:
@@ -179,6 +191,12 @@ FUSED_SHAPE = (32, 8, 8)
 FUSED_SHAPE4 = (8, 32, 4)
 #: Whether images summed in float take the four-element form (convolution_fused.cl's VEC4).
 FUSED_VEC4 = True
+#: The one-kernel filter streamed through registers (convolution_fused.cl's STREAM) for images
+#: summed in float, masks of up to FUSED_STREAM_MAX_ROWS rows: work-groups (LX, LY), each
+#: work-item 4 adjacent outputs of PY rows; None: through local memory.  Off until measured
+#: on a GPU, as GPU_STREAM_2D.
+FUSED_STREAM = None
+FUSED_STREAM_MAX_ROWS = 21
 #: The widest halo (row elements on both sides together) for which the four-element form's row
 #: pass computes 8 elements per work-item (convolution_fused.cl's ROW_EPI), 4 beyond it.
 FUSED_WIDE_ROW_HALO = 16
@@ -220,6 +238,10 @@ def fused(device, kh, kw, channels, itemsize, vec4=False, src_itemsize=4) -> Geo
     kind = "double" if not vec4 else "byte" if src_itemsize == 1 else "float"
     if device.type != "gpu" or kh > FUSED_MAX_ROWS[kind]:
         return None
+    if vec4 and FUSED_STREAM and kh <= FUSED_STREAM_MAX_ROWS:
+        lx, ly, py = FUSED_STREAM
+        return Geometry("fused", dict(LX=lx, LY=ly, PY=py, VEC4=1, STREAM=1), channels=channels,
+                        lx=lx, ly=ly, py=py, epi=4)
     budget = min(device.local_mem, 48 * 1024) - 1024
     lx, ly, py = FUSED_SHAPE4 if vec4 else FUSED_SHAPE
     while py >= 1 and (ly * py + kh - 1) * lx * epi * itemsize > budget:
