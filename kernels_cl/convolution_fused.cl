@@ -150,17 +150,11 @@ CLK_INLINE float4 span_row4(const float v[4 * RNV], MASK_SPACE const ACC_T* row,
  * output is stored after its last row. The same sums as the tiles', in the same order; the
  * rows shared with the work-items above and below are summed again by each.
  */
-__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
-void convolve_fused(__global const SRC_T* restrict src,
-                    __global const int* restrict rowmap,
-                    MASK_SPACE const ACC_T* restrict row_arg,
-                    MASK_SPACE const ACC_T* restrict col_arg,
-                    __global OUT_T* restrict dst,
-                    const int width, const int out_rows, const ACC_T cval,
-                    const ACC_T cval_rows)
+CLK_INLINE void streamed_fused(__global const SRC_T* src, __global const int* rowmap,
+                               MASK_SPACE const ACC_T* row, MASK_SPACE const ACC_T* col,
+                               __global OUT_T* dst, const int width, const int out_rows,
+                               const ACC_T cval, const ACC_T cval_rows)
 {
-    MASK_SPACE const ACC_T* const row = MASK_ROW_OF(row_arg);
-    MASK_SPACE const ACC_T* const col = MASK_COL_OF(col_arg);
     const int rowlen = width * CHANNELS;
     const int e = (int)get_global_id(0) * 4;
     const int p0 = (int)get_global_id(1) * PY;
@@ -201,19 +195,14 @@ void convolve_fused(__global const SRC_T* restrict src,
         }
     }
 }
-#else
-__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
-void convolve_fused(__global const SRC_T* restrict src,
-                    __global const int* restrict rowmap,
-                    MASK_SPACE const ACC_T* restrict row_arg,
-                    MASK_SPACE const ACC_T* restrict col_arg,
-                    __global OUT_T* restrict dst,
-                    const int width, const int out_rows, const ACC_T cval,
-                    const ACC_T cval_rows)
+#endif /* STREAM */
+
+/* The tiles' form: the row pass of the group's rows into tmp, then the column pass from there. */
+CLK_INLINE void tiled_fused(__local ACC_T* tmp, __global const SRC_T* src,
+                            __global const int* rowmap, MASK_SPACE const ACC_T* row,
+                            MASK_SPACE const ACC_T* col, __global OUT_T* dst, const int width,
+                            const int out_rows, const ACC_T cval, const ACC_T cval_rows)
 {
-    __local ACC_T tmp[TMP_H * EW] __attribute__((aligned(16)));
-    MASK_SPACE const ACC_T* const row = MASK_ROW_OF(row_arg);
-    MASK_SPACE const ACC_T* const col = MASK_COL_OF(col_arg);
     const int rowlen = width * CHANNELS;
     const int lx = (int)get_local_id(0);
     const int ly = (int)get_local_id(1);
@@ -303,4 +292,22 @@ void convolve_fused(__global const SRC_T* restrict src,
 #endif
     }
 }
-#endif /* STREAM */
+
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
+void convolve_fused(__global const SRC_T* restrict src,
+                    __global const int* restrict rowmap,
+                    MASK_SPACE const ACC_T* restrict row_arg,
+                    MASK_SPACE const ACC_T* restrict col_arg,
+                    __global OUT_T* restrict dst,
+                    const int width, const int out_rows, const ACC_T cval,
+                    const ACC_T cval_rows)
+{
+#if STREAM
+    streamed_fused(src, rowmap, MASK_ROW_OF(row_arg), MASK_COL_OF(col_arg), dst, width,
+                   out_rows, cval, cval_rows);
+#else
+    __local ACC_T tmp[TMP_H * EW] __attribute__((aligned(16)));
+    tiled_fused(tmp, src, rowmap, MASK_ROW_OF(row_arg), MASK_COL_OF(col_arg), dst, width,
+                out_rows, cval, cval_rows);
+#endif
+}

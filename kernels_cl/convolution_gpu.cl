@@ -309,14 +309,10 @@ CLK_INLINE void load_span4(float v[4 * NV], __global const SRC_T* src, const int
  * Neighbouring work-items of a group (LY > 1: rows PY apart) read the rows they share from the
  * cache. Global size: (ceil(rowlen / 4), ceil(out_rows / PY)), each rounded up to (LX, LY).
  */
-__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
-void convolve_2d(__global const SRC_T* restrict src,
-                 __global const int* restrict rowmap,
-                 MASK_SPACE const ACC_T* restrict mask,
-                 __global OUT_T* restrict dst,
-                 const int width, const int out_rows, const ACC_T cval)
+CLK_INLINE void streamed_2d(__global const SRC_T* src, __global const int* rowmap,
+                            MASK_SPACE const float* w, __global OUT_T* dst, const int width,
+                            const int out_rows, const float cval)
 {
-    MASK_SPACE const float* w = MASK_2D_OF(mask);
     const int rowlen = width * CHANNELS;
     const int e = (int)get_global_id(0) * 4;
     const int p0 = (int)get_global_id(1) * PY;
@@ -343,15 +339,14 @@ void convolve_2d(__global const SRC_T* restrict src,
         }
     }
 }
-#else
-__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
-void convolve_2d(__global const SRC_T* restrict src,
-                 __global const int* restrict rowmap,
-                 MASK_SPACE const ACC_T* restrict mask,
-                 __global OUT_T* restrict dst,
-                 const int width, const int out_rows, const ACC_T cval)
+#endif /* STREAM_2D */
+
+/* The tiles' form of convolve_2d for 4 adjacent outputs (VEC4) */
+CLK_INLINE void tiled_2d4(__local float* tile, __global const SRC_T* src,
+                          __global const int* rowmap, MASK_SPACE const float* mask,
+                          __global OUT_T* dst, const int width, const int out_rows,
+                          const float cval)
 {
-    __local float tile[(OUT_H + KH_CHUNK - 1) * TW4] __attribute__((aligned(16)));
     const int rowlen = width * CHANNELS;
     const int p0 = (int)get_group_id(1) * OUT_H;
     const int last_p = out_rows + KH - 2;
@@ -364,7 +359,7 @@ void convolve_2d(__global const SRC_T* restrict src,
             barrier(CLK_LOCAL_MEM_FENCE);
         load_src_tile4(tile, OUT_H + KH_CHUNK - 1, src, rowmap, p0 + c0, last_p, width, cval);
         barrier(CLK_LOCAL_MEM_FENCE);
-        tile_taps4(tile, MASK_2D_OF(mask), c0, KH_CHUNK, acc);
+        tile_taps4(tile, mask, c0, KH_CHUNK, acc);
     }
     const int e = (int)get_group_id(0) * OUT_W + 4 * (int)get_local_id(0);
     const int r = p0 + (int)get_local_id(1) * PY;
@@ -376,8 +371,9 @@ void convolve_2d(__global const SRC_T* restrict src,
         store_row4(d, acc[o], rowlen - e, rowlen);
     }
 }
-#endif /* STREAM_2D */
-#elif WITH_DIRECT
+#endif /* WITH_DIRECT && VEC4 */
+
+#if WITH_DIRECT
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void convolve_2d(__global const SRC_T* restrict src,
                  __global const int* restrict rowmap,
@@ -385,9 +381,16 @@ void convolve_2d(__global const SRC_T* restrict src,
                  __global OUT_T* restrict dst,
                  const int width, const int out_rows, const ACC_T cval)
 {
+#if VEC4 && STREAM_2D
+    streamed_2d(src, rowmap, MASK_2D_OF(mask), dst, width, out_rows, cval);
+#elif VEC4
+    __local float tile[(OUT_H + KH_CHUNK - 1) * TW4] __attribute__((aligned(16)));
+    tiled_2d4(tile, src, rowmap, MASK_2D_OF(mask), dst, width, out_rows, cval);
+#else
     __local ACC_T tile[(OUT_H + KH_CHUNK - 1) * (OUT_W + HALO_L + HALO_R)];
     gpu_correlate(tile, src, rowmap, MASK_2D_OF(mask), 0, dst, width, out_rows, cval, KH,
                   KH_CHUNK, 1);
+#endif
 }
 #endif
 
