@@ -126,7 +126,7 @@ MUTANTS = [
       "(float4)(v[a + 1], v[a + 1], v[a + 2], v[a + 3])", ["test_gpu_fused_gaussian"],
       k="520 and reflect"),
     M("stream-2d-row-end", "the GPU 2-D kernel streamed through registers reads whole vectors "
-      "a vector past the row's end", "kernels_cl/**/convolution_gpu.cl",
+      "a vector past the row's end", "kernels_cl/**/convolution_2d4.h",
       "x0 + 4 * NV <= rowlen;", "x0 + 4 * NV <= rowlen + 4;",
       ["test_gpu_streamed_through_registers"], k="int16 and reflect"),
     M("stream-fused-row-end", "the GPU one-kernel filter streamed through registers reads whole "
