@@ -38,8 +38,8 @@
  * local memory (see that kernel below).
  *
  * Build-time defines: those of convolution.h, and LX, LY, PY, VEC4, ROW_EPI (default 4 with
- * VEC4), STREAM (default 0) (the host checks that the local memory holds (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1)
- * elements of ACC_T).
+ * VEC4), STREAM (default 0) (without STREAM, the host checks that the local memory holds
+ * (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1) elements of ACC_T).
  */
 #include "convolution.h"
 
