@@ -174,13 +174,6 @@ def _pointer_converter(bound, p):
         check_alloc(rt, arr.nbytes, f"{bound.where(p)}")
         t0 = _trace.active and _trace.clock()
         staging = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
-        # COPY_HOST_PTR copies when the buffer is made, outside the queue: an enqueued write
-        # would make the host wait for everything queued before it (pyopencl waits for a
-        # non-blocking copy's event when the event is dropped). A large array for a GPU, launched
-        # on the runtime's queue, goes through that queue's staging buffers instead, as the
-        # library's uploads do (on an H200 about three times the driver's speed from pageable
-        # memory); it may wait for work queued before it when a staging buffer is reused. (A
-        # queue of the caller's own would need staging buffers of its own, 128 MiB each.)
         wrapped = launch._in_place
         if wrapped is not None and shares and in_place(staging, writes, wrapped):
             # a CPU driver's kernel reads and writes the numpy memory itself: no copies, and no
@@ -193,33 +186,38 @@ def _pointer_converter(bound, p):
                 raise driver_error(exc, rt, f"{bound.where(p)}: using {_size(arr.nbytes)} of "
                                    "host memory", kernel=bound.name) from exc
             wrapped.append((staging, writes))
-            if writes:
-                if launch._copies is None:
-                    launch._copies = []
-                launch._copies.append((buf, arr, staging, MAP))
-            return buf
-        stage = launch._queue is rt.queue and _transfer.stages(rt, staging) and \
-            _transfer.staging(rt, rt.queue, wait=False)
-        staged = bool(stage)
-        try:
-            if staged:
-                buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, arr.nbytes)
-                stage.upload(rt.queue, buf, staging)
-            else:
-                buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                hostbuf=staging)
-        except cl.Error as exc:
-            raise driver_error(exc, rt, f"{bound.where(p)}: uploading {_size(arr.nbytes)}",
-                               kernel=bound.name, advice="use smaller inputs") from exc
-        if t0 and not staged:  # the staged pieces are traced as they go
-            _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
-        if writes:
-            if launch._copies is None:
-                launch._copies = []
+            how = MAP
+        else:
+            # COPY_HOST_PTR copies when the buffer is made, outside the queue: an enqueued write
+            # would make the host wait for everything queued before it (pyopencl waits for a
+            # non-blocking copy's event when the event is dropped). A large array for a GPU,
+            # launched on the runtime's queue, goes through that queue's staging buffers
+            # instead, as the library's uploads do (on an H200 about three times the driver's
+            # speed from pageable memory); it may wait for work queued before it when a staging
+            # buffer is reused. (A queue of the caller's own would need staging buffers of its
+            # own, 128 MiB each.)
+            stage = launch._queue is rt.queue and _transfer.stages(rt, staging) and \
+                _transfer.staging(rt, rt.queue, wait=False)
+            try:
+                if stage:
+                    buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, arr.nbytes)
+                    stage.upload(rt.queue, buf, staging)
+                else:
+                    buf = cl.Buffer(context,
+                                    cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                    hostbuf=staging)
+            except cl.Error as exc:
+                raise driver_error(exc, rt, f"{bound.where(p)}: uploading {_size(arr.nbytes)}",
+                                   kernel=bound.name, advice="use smaller inputs") from exc
+            if t0 and not stage:  # the staged pieces are traced as they go
+                _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
             # staged home too when the call waits: the copies out of the staging buffers are
             # made as it waits (an H200, 100 MiB: 15 GB/s, against 5 from the driver's copy into
             # pageable memory; benchmarks/uploads.py)
-            how = STAGE if staged and wrapped is not None else COPY
+            how = STAGE if stage and wrapped is not None else COPY
+        if writes:
+            if launch._copies is None:
+                launch._copies = []
             launch._copies.append((buf, arr, staging, how))
         return buf
 
