@@ -789,7 +789,17 @@ def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
                              or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks, large images and every mode are too slow on the simulator")
     image = random_image(rng, shape, dtype)
-    mask = rng.standard_normal(size) if kind == "convolve" else None
+    if kind == "convolve":
+        mask = rng.standard_normal(size)
+        make = lambda: Filter.for_mask("convolve", image, mask, mode, -0.5)
+        call = lambda: ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu)
+        expected, scale = convolve_reference(image, mask, mode, -0.5)
+        ulps = filter_ulps(mask.size)
+    else:
+        make = lambda: Filter.for_gaussian("gaussian_blur", image, size, mode, -0.5, 4.0)
+        call = lambda: ck.gaussian_blur(image, size, mode=mode, cval=-0.5, device=as_gpu)
+        expected, scale = gaussian_reference(image, size, mode, -0.5)
+        ulps = filter_ulps(2 * (2 * int(4.0 * np.max(size) + 0.5) + 1))
     results = []
     # work-groups of 32 x 2 work-items of 4 rows: rows shared between the work-items of a group
     # and between groups
@@ -797,27 +807,13 @@ def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
         monkeypatch.setattr(_conv_geometry, "GPU_STREAM_2D", stream)
         monkeypatch.setattr(_conv_geometry, "FUSED_STREAM", stream)
         _dispatch.forget()
-        if kind == "convolve":
-            filt = Filter.for_mask("convolve", image, mask, mode, -0.5)
-        else:
-            filt = Filter.for_gaussian("gaussian_blur", image, size, mode, -0.5, 4.0)
-        defines = build_defines(filt, as_gpu)
+        defines = build_defines(make(), as_gpu)
         assert ("STREAM_2D" in defines or "STREAM" in defines) == (stream is not None), defines
         with clkit._tiers.tier("specialised"):
-            if kind == "convolve":
-                results.append(ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu))
-            else:
-                results.append(ck.gaussian_blur(image, size, mode=mode, cval=-0.5,
-                                                device=as_gpu))
+            results.append(call())
     _dispatch.forget()
     streamed, tiles = results
     np.testing.assert_array_equal(streamed, tiles)
-    if kind == "convolve":
-        expected, scale = convolve_reference(image, mask, mode, -0.5)
-        ulps = filter_ulps(mask.size)
-    else:
-        expected, scale = gaussian_reference(image, size, mode, -0.5)
-        ulps = filter_ulps(2 * (2 * int(4.0 * np.max(size) + 0.5) + 1))
     assert_close_scaled(streamed, expected, scale, ulps=ulps, what=f"{kind}, streamed")
 
 
