@@ -208,21 +208,8 @@ def sweep_stream(image, out, copy_ms, rounds, device) -> dict:
                     geo.GPU_STREAM_2D = layout
                 else:
                     geo.FUSED_STREAM = layout
-                row = {}
-                for case, call in calls.items():
-                    try:
-                        ms = kernel_median_ms(call, rounds)
-                    except clkit.ClkitError as exc:
-                        row[case] = {"error": str(exc).splitlines()[0]}
-                        continue
-                    got = out.get()
-                    diff = float(np.max(np.abs(got - reference.setdefault(case, got))))
-                    row[case] = {"ms": ms, "copy_bandwidth": copy_ms / ms, "max_diff": diff}
-                results[f"{kind} {layout}"] = row
-                print(f"{kind} {layout}:", " ".join(
-                    f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x"
-                    f"{'' if v['max_diff'] == 0 else ' DIFF %.2g' % v['max_diff']})"
-                    if "ms" in v else f"{c}: {v['error']}" for c, v in row.items()), flush=True)
+                label = f"{kind} {layout}"
+                results[label] = measured_row(label, calls, out, copy_ms, rounds, reference)
     finally:
         geo.GPU_STREAM_2D, geo.FUSED_STREAM = shipped
     print(f"device copy of the image: {copy_ms:.4f} ms")
@@ -233,27 +220,38 @@ def sweep_streamed(image, out, copy_ms, rounds) -> dict:
     """Gaussians of sigma 2, 5 and 10 in two passes with each layout of STREAMED."""
     shipped = geo.GPU_ROWS, geo.GPU_COLS, geo.FUSED_MAX_ROWS
     geo.FUSED_MAX_ROWS = dict.fromkeys(shipped[2], 0)
+    calls = {f"sigma {s:g}": (lambda s=s: gaussian_blur(image, s, out=out))
+             for s in (2.0, 5.0, 10.0)}
     results, reference = {}, {}
     try:
         for passes in STREAMED:
             geo.GPU_ROWS, geo.GPU_COLS = passes
-            row = {}
-            for sigma in (2.0, 5.0, 10.0):
-                ms = kernel_median_ms(lambda s=sigma: gaussian_blur(image, s, out=out), rounds)
-                got = out.get()
-                diff = float(np.max(np.abs(got - reference.setdefault(sigma, got))))
-                row[f"sigma {sigma:g}"] = {"ms": ms, "copy_bandwidth": copy_ms / ms,
-                                           "max_diff": diff}
-            results[str(passes)] = row
-            print(f"rows, columns {passes}:", " ".join(
-                f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x"
-                f"{'' if v['max_diff'] == 0 else ' DIFF %.2g' % v['max_diff']})"
-                for c, v in row.items()), flush=True)
+            results[str(passes)] = measured_row(f"rows, columns {passes}", calls, out, copy_ms,
+                                                rounds, reference)
     finally:
         geo.GPU_ROWS, geo.GPU_COLS, geo.FUSED_MAX_ROWS = shipped
     print(f"device copy of the image: {copy_ms:.4f} ms")
     return results
 
+
+def measured_row(label, calls, out, copy_ms, rounds, reference) -> dict:
+    """Each call's kernel median, copy bandwidth and largest difference from the first result
+    of its case (kept in ``reference``), printed on one line after ``label``."""
+    row = {}
+    for case, call in calls.items():
+        try:
+            ms = kernel_median_ms(call, rounds)
+        except clkit.ClkitError as exc:
+            row[case] = {"error": str(exc).splitlines()[0]}
+            continue
+        got = out.get()
+        diff = float(np.max(np.abs(got - reference.setdefault(case, got))))
+        row[case] = {"ms": ms, "copy_bandwidth": copy_ms / ms, "max_diff": diff}
+    print(f"{label}:", " ".join(
+        f"{c}: {v['ms']:.4f} ({v['copy_bandwidth']:.2f}x"
+        f"{'' if v['max_diff'] == 0 else ' DIFF %.2g' % v['max_diff']})"
+        if "ms" in v else f"{c}: {v['error']}" for c, v in row.items()), flush=True)
+    return row
 
 if __name__ == "__main__":
     sys.exit(main())
