@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyopencl.array as cl_array
 
 from ._devices import one_launch_at_a_time, select, select_many, turns
-from ._errors import ArgumentTypeError, ClkitError
+from ._errors import ArgumentTypeError
 from ._runtime import Runtime, runtime, using_queue
 
 # A GPU overlaps three things: an upload, kernels, a download.  A CPU driver's kernels use
@@ -71,9 +71,10 @@ def map(function, images, *args, device=None, **kwargs):  # noqa: A001 (clkit.ma
     Raises
     ------
     Exception
-        The first image whose call fails stops the batch: the error, of the
-        type ``function`` raised, names the image's position (from 0).
-        Results yielded before it are complete and untouched.
+        The first image whose call (or reading, for a generator) fails stops
+        the batch: the exception raised, with the image's position (from 0)
+        in front of its message. Results yielded before it are complete and
+        untouched.
 
     Examples
     --------
@@ -129,21 +130,20 @@ def _batch(function, source, args, kwargs, targets):
 
     window = collections.deque()
     failure = None
+    numbered = _numbered(source)
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="clkit-map",
                             initializer=claim) as pool:
         try:
-            index = 0
             while True:
                 while failure is None and len(window) < count * AHEAD:
                     try:
-                        image = next(source)
+                        index, image = next(numbered)
                     except StopIteration:
                         break
                     except Exception as exc:  # the input failed: finish what came before it
                         failure = exc
                         break
                     window.append(pool.submit(run, index, image))
-                    index += 1
                 if not window:
                     break
                 result = window.popleft().result()
@@ -155,8 +155,21 @@ def _batch(function, source, args, kwargs, targets):
                 future.cancel()
 
 
+def _numbered(source):
+    """``(position, image)`` for each image; an input that fails says at which position."""
+    for index in itertools.count():
+        try:
+            image = next(source)
+        except StopIteration:
+            return
+        except Exception as exc:
+            _at(exc, index)
+            raise
+        yield index, image
+
+
 def _serial(function, source, args, kwargs, rts):
-    for index, image in enumerate(source):
+    for index, image in _numbered(source):
         rt = rts[index % len(rts)]
         yield _call(function, index, image, args, kwargs, rt, rt.own_queue)
 
@@ -170,19 +183,22 @@ def _call(function, index, image, args, kwargs, rt: Runtime, q,
             result = function(image, *args, device=rt.device, **kwargs)
             q.finish()
     except Exception as exc:
-        raise _at(exc, index) from exc
+        _at(exc, index)
+        raise
     if isinstance(result, cl_array.Array) and result.queue is q:
         result = result.with_queue(rt.own_queue)  # later work on it follows the runtime's order
     return result
 
 
 def _at(exc: Exception, index: int) -> Exception:
-    """``exc`` with the image's position in front of its message, of the same type if possible."""
-    message = f"image {index} of the batch (counting from 0): {exc}"
-    try:
-        return type(exc)(message)
-    except Exception:
-        return ClkitError(message)
+    """``exc`` itself, the image's position in front of its message: its type and attributes
+    stay, so that ``except`` clauses and error codes work as for a single call."""
+    where = f"image {index} of the batch (counting from 0)"
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (f"{where}: {exc.args[0]}",)
+    elif hasattr(exc, "add_note"):  # (Python 3.11 and later) shown below the message
+        exc.add_note(where)
+    return exc
 
 
 def _queues(rt: Runtime, n: int) -> list:

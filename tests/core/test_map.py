@@ -1,5 +1,6 @@
 """clkit.map: one library function over a batch of images, several in flight."""
 
+import sys
 import threading
 import tracemalloc
 import weakref
@@ -105,10 +106,40 @@ def test_an_input_that_fails_ends_the_batch_after_the_images_before_it(device):
         raise OSError("frame 4 is unreadable")
 
     done = []
-    with pytest.raises(OSError, match="frame 4 is unreadable"):
+    with pytest.raises(OSError, match="image 4 of the batch .*frame 4 is unreadable"):
         for result in clkit.map(ck.gaussian_blur, frames(), 1.0, device=device):
             done.append(result)
     assert [float(np.median(r)) for r in done] == pytest.approx([0, 1, 2, 3], abs=1e-5)
+
+
+class FrameError(Exception):
+    def __init__(self, code, detail):
+        super().__init__(f"code {code}: {detail}")
+        self.code = code
+
+
+@pytest.mark.parametrize("make", [lambda: FrameError(42, "bad frame"),
+                                  lambda: FileNotFoundError(2, "No such file", "frame.png")],
+                         ids=["own type", "errno"])
+def test_an_error_keeps_its_type_and_attributes(device, make):
+    error = make()
+
+    def fails_on_the_third(image, device):
+        if image[0] == 2:
+            raise error
+        return image
+
+    images = [np.full(4, i, np.float32) for i in range(5)]
+    with pytest.raises(type(error)) as caught:
+        list(clkit.map(fails_on_the_third, images, device=device))
+    assert caught.value is error and caught.value.args[-1] == error.args[-1]
+    if isinstance(error, FrameError):
+        assert error.code == 42 and str(error) == "image 2 of the batch (counting from 0): " \
+                                                  "code 42: bad frame"
+    else:
+        assert (error.errno, error.filename) == (2, "frame.png")
+        if sys.version_info >= (3, 11):
+            assert error.__notes__ == ["image 2 of the batch (counting from 0)"]
 
 
 def test_a_batch_of_200_keeps_only_a_few_images_alive(device, rng):
