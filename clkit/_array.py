@@ -69,12 +69,15 @@ def check_shape(what: str, shape, dtype) -> tuple[tuple, np.dtype, int]:
     if dtype == object:
         raise ArgumentTypeError(f"{what}: an array of Python objects cannot live on a device; "
                                 "use a numeric dtype")
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    try:
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    except TypeError:
+        dims = (None,)
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
                for n in dims):
         raise ArgumentValueError(f"{what}: shape must be whole numbers of at least 0, got {shape!r}")
     dims = tuple(int(n) for n in dims)
-    return dims, dtype, int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    return dims, dtype, math.prod(dims) * dtype.itemsize  # (Python's integers: no overflow)
 
 
 def check_alloc(rt: Runtime, nbytes: int, what: str) -> None:

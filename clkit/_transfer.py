@@ -30,7 +30,7 @@ from . import _trace
 from ._array import _converting, _size, check_alloc, wrap
 from ._errors import ArgumentTypeError
 from ._pinned import pinned_context
-from ._runtime import driver_error, runtime
+from ._runtime import driver_error, runtime, runtime_of_array
 
 # Measured on an H200 host (1 GiB, 16 cores): 32-64 MiB chunks through 2 buffers with 8
 # copier threads moved 31-33 GB/s to the device and 27-29 GB/s back; 8 MiB chunks or 4
@@ -230,8 +230,9 @@ def to_device(array, device=None) -> cl_array.Array:
 
     Parameters
     ----------
-    array : array_like
-        Copied as a C-contiguous array of the same dtype.
+    array : array_like or device array
+        Copied as a C-contiguous array of the same dtype (a device array's
+        values go through the host, so this also moves data between devices).
     device : Device or str, optional
         Any spec :func:`clkit.select` takes.
 
@@ -247,7 +248,10 @@ def to_device(array, device=None) -> cl_array.Array:
     >>> d.get()
     array([0., 1., 2., 3.], dtype=float32)
     """
-    host = np.ascontiguousarray(array)
+    if isinstance(array, cl_array.Array):  # a device array: its values, through the host
+        home = runtime_of_array(array)
+        array = download(home, array) if home is not None else array.get()
+    host = np.asarray(array, order="C")
     if host.dtype == object:
         raise ArgumentTypeError("to_device: an array of Python objects cannot go to a device; "
                                 "convert it to a numeric dtype first")
@@ -283,7 +287,7 @@ def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALI
     (``host`` must stay unchanged until the queue's work has finished).
     """
     queue = queue or rt.queue
-    host = np.ascontiguousarray(host)
+    host = np.asarray(host, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
     if out is None:
         check_alloc(rt, host.nbytes, "upload")
         if host.nbytes and rt.device.unified_memory:
@@ -335,9 +339,7 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         queue.finish()
         return host
     if not arr.flags.c_contiguous:
-        ends = [(n - 1) * s for n, s in zip(arr.shape, arr.strides)]
-        lo = arr.offset + sum(min(0, e) for e in ends)
-        hi = arr.offset + sum(max(0, e) for e in ends) + arr.dtype.itemsize
+        lo, hi = _span(arr)
         span = np.empty(hi - lo, np.uint8)
         _copy_traced(queue, span, arr.base_data, "d2h", span.nbytes, True, src_offset=lo)
         host[...] = np.ndarray(arr.shape, arr.dtype, buffer=span, offset=arr.offset - lo,
@@ -357,6 +359,21 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
     if target is not host:
         host[...] = target
     return host
+
+
+def _span(arr) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` of its buffer that a device array (perhaps a strided view) covers."""
+    ends = [(n - 1) * s for n, s in zip(arr.shape, arr.strides)]
+    lo = arr.offset + sum(min(0, e) for e in ends)
+    return lo, arr.offset + sum(max(0, e) for e in ends) + arr.dtype.itemsize
+
+
+def overlap(a, b) -> bool:
+    """Whether two device arrays cover some of the same bytes of one buffer."""
+    if not (a.size and b.size) or a.base_data.int_ptr != b.base_data.int_ptr:
+        return False
+    (lo_a, hi_a), (lo_b, hi_b) = _span(a), _span(b)
+    return lo_a < hi_b and lo_b < hi_a
 
 
 def pinned_download(queue, host: np.ndarray, src: cl.Buffer, offset: int) -> None:

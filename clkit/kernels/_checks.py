@@ -33,6 +33,8 @@ def host_array(x, name: str, arg: str) -> np.ndarray:
                                     f"{type(x).__name__}") from exc
     if arr.dtype == object:
         raise ArgumentTypeError(f"{name}: {arg} holds Python objects; pass a numeric array")
+    if not arr.dtype.isnative:  # big-endian data (FITS files, network formats): kernels read native
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
 
 
@@ -92,7 +94,7 @@ def check_out(name: str, out, shape, dtype, on_device: bool):
     """Check a caller's ``out=`` against the result's shape, dtype and kind."""
     if out is None:
         return None
-    if on_device != is_device_array(out):
+    if not (is_device_array(out) if on_device else isinstance(out, np.ndarray)):
         want = "a device array" if on_device else "a numpy array"
         raise ArgumentTypeError(f"{name}: out must be {want} like the input, not "
                                 f"{type(out).__name__}")

@@ -138,6 +138,9 @@ class Operation:
     align = INPUT_ALIGN
     #: What the tiles cut, for messages.
     what = "input"
+    #: Whether each output element is computed from the inputs' elements at its own place
+    #: only, so that ``out=`` may be one of the inputs itself (not another view of it).
+    elementwise = False
     #: Whether each band makes results of its own size (a tuple of device arrays), which
     #: are joined along the first axis, instead of filling its rows of one result.
     gathers = False
@@ -216,9 +219,13 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
         on_device = check_same_kind(name, inputs) if inputs else False
     if not op.gathers:
         out = check_out(name, out, op.shape, op.dtype, on_device)
+        if out is not None and _overlaps(out, inputs, op.elementwise):
+            # the kernels would overwrite input they have yet to read: compute aside, then copy
+            out[...] = run(op, inputs, None, device, on_device)
+            return out
     multi = is_multi(device)
     if on_device and not multi:
-        rt = _arrays_runtime(inputs, out) if device is None else None
+        rt = _arrays_runtime(inputs + [out]) if device is None else None
         if rt is None:
             rt = runtime(home_device(name, device, inputs + [out]))
         return _run_on_device(op, rt, inputs, out)
@@ -244,19 +251,36 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
     return _transfer.upload(rt, result, out=out if out is not None else _memory.empty(rt, op.shape, op.dtype))
 
 
-def _arrays_runtime(inputs: list, out) -> Runtime | None:
-    """The working runtime every device array (and ``out``) belongs to; None when they
+def _arrays_runtime(arrays: list) -> Runtime | None:
+    """The working runtime every device array (None counts as none) belongs to; None when they
     belong to several, one is lost or clkit did not make one (home_device then decides)."""
-    rt = runtime_of_array(inputs[0])
+    arrays = [x for x in arrays if x is not None]
+    rt = runtime_of_array(arrays[0])
     if rt is None or rt.lost is not None:
         return None
-    for x in inputs:
-        if x is not inputs[0] and runtime_of_array(x) is not rt:
-            return None
-    if out is not None and runtime_of_array(out) is not rt:
+    if any(runtime_of_array(x) is not rt for x in arrays[1:]):
         return None
     check_process()
     return rt
+
+
+def _overlaps(out, inputs: list, elementwise: bool) -> bool:
+    """Whether writing ``out`` could change an input before the kernels have read it: it
+    shares memory with one, other than being that very input of an elementwise operation
+    (whose work-items each read their own elements before writing them)."""
+    return any(_shares(x, out) and not (elementwise and _same_view(x, out)) for x in inputs)
+
+
+def _shares(x, out) -> bool:
+    if isinstance(x, Array):
+        return _transfer.overlap(x, out)
+    return np.may_share_memory(x, out)
+
+
+def _same_view(x, out) -> bool:
+    """Whether two arrays over the same memory are the same elements in the same order."""
+    start = (lambda a: a.offset) if isinstance(x, Array) else (lambda a: a.ctypes.data)
+    return start(x) == start(out) and x.strides == out.strides and x.shape == out.shape
 
 
 def _numpy_result(op: Operation, devices) -> np.ndarray:

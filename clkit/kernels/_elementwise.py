@@ -21,6 +21,7 @@ PER_CPU = 8  # 16-byte vectors per work-item on CPUs (vector_add.cl's PER)
 
 class _Add(Operation):
     name = "vector_add"
+    elementwise = True
 
     def __init__(self, shape, dtype):
         self.shape = shape

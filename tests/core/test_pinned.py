@@ -67,6 +67,13 @@ def test_bad_arguments_say_what_to_pass(device):
         clkit.pinned_empty((2.5,), np.uint8, device=device)
     with raises_argument_error("Python objects"):
         clkit.pinned_empty(3, object, device=device)
+    for shape in (2.0, None):
+        with raises_argument_error("whole numbers"):
+            clkit.pinned_empty(shape, np.uint8, device=device)
+    for shape in (1 << 50, (1 << 40, 1 << 40)):  # (the second's product overflows int64)
+        with pytest.raises(clkit.OutOfDeviceMemoryError, match="pinned_empty: .* more than one "
+                                                               "allocation may hold"):
+            clkit.pinned_empty(shape, np.uint8, device=device)
 
 
 def test_library_calls_take_pinned_inputs_and_out(device, rng):

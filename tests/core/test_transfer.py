@@ -42,6 +42,17 @@ def test_staged_multidimensional_and_typed(device, rng):
     np.testing.assert_array_equal(back, host)
 
 
+def test_to_device_keeps_0d_shapes_and_copies_device_arrays(device, rng):
+    scalar = clkit.to_device(np.array(2.5, np.float32), device=device)
+    assert scalar.shape == () and scalar.get() == np.float32(2.5)
+    host = rng.random((5, 7), dtype=np.float32)
+    first = clkit.to_device(host, device=device)
+    second = clkit.to_device(first[:, 1::2], device=device)  # a strided view, to a new array
+    assert second.base_data.int_ptr != first.base_data.int_ptr
+    first.fill(0)
+    np.testing.assert_array_equal(second.get(), host[:, 1::2])
+
+
 def test_a_queue_s_first_transfers_go_plain_while_its_staging_buffers_are_made(device, rng,
                                                                                 monkeypatch):
     """The staging buffers of a queue are made in the background when a transfer first wants

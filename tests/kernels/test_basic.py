@@ -159,6 +159,20 @@ def test_vector_add_out_device_array(device, rng, monkeypatch):
     np.testing.assert_array_equal(out.get(), a + b)
 
 
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+def test_vector_add_into_its_input_and_into_a_shifted_view(device, rng, kind):
+    a, b = operands(rng, (4099,), np.float32)
+    expected_same, expected_shifted = a + b, a[1:] + b[:-1]
+    to = (lambda x: x.copy()) if kind == "numpy" else (lambda x: clkit.to_device(x, device=device))
+    back = (lambda x: x) if kind == "numpy" else (lambda x: x.get())
+    da, db = to(a), to(b)
+    assert ck.vector_add(da, db, out=da, device=device) is da  # in place: a += b
+    np.testing.assert_array_equal(back(da), expected_same)
+    da = to(a)
+    ck.vector_add(da[1:], db[:-1], out=da[:-1], device=device)  # out one element behind
+    np.testing.assert_array_equal(back(da)[:-1], expected_shifted)
+
+
 def test_vector_add_device_arrays_pick_the_device(device, rng, monkeypatch):
     a, b = operands(rng, (101,), np.int16)
     da, db = clkit.to_device(a, device=device), clkit.to_device(b, device=device)

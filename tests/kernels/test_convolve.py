@@ -455,6 +455,30 @@ def test_convolve_device_arrays_stay_on_the_device(device, rng, monkeypatch, dty
     check_convolve(out.get(), image, mask, "mirror")
 
 
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("place", ["the image itself", "a row above it"])
+@pytest.mark.parametrize("mask_shape", [(5, 5), (1, 9)], ids=lambda s: "x".join(map(str, s)))
+def test_out_over_the_image_gives_the_filtered_image(device, rng, kind, place, mask_shape):
+    # As scipy's output=input: the kernels must not read pixels they have already written.
+    # Both masks are one pass over the image (not separable; one row).  Rows of a multiple of
+    # 16 bytes keep the shifted view aligned, as arrays a CPU driver uses in place are.
+    values = rng.random(sized(device, (12, 20), (61, 84)), dtype=np.float32)
+    whole = values if kind == "numpy" else clkit.to_device(values, device=device)
+    image, out = (whole, whole) if place == "the image itself" else (whole[1:], whole[:-1])
+    original = values[1:].copy() if image is not whole else values.copy()
+    mask = rng.standard_normal(mask_shape)
+    assert ck.convolve(image, mask, out=out, device=device) is out
+    check_convolve(out if kind == "numpy" else out.get(), original, mask)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">u2", ">i2"])
+def test_big_endian_images_give_their_values_filtered(device, rng, dtype):
+    # scipy reads any byte order (FITS files are big-endian): so does clkit, by converting
+    native = random_image(rng, sized(device, (9, 14), (47, 65)), np.dtype(dtype).newbyteorder("="))
+    mask = rng.standard_normal((3, 5))
+    check_convolve(ck.convolve(native.astype(dtype), mask, device=device), native, mask)
+
+
 # -- convolve: mistakes ---------------------------------------------------------------------------
 
 def test_convolve_wrong_image(device):
@@ -488,6 +512,8 @@ def test_convolve_wrong_out(device):
         ck.convolve(image, np.ones((3, 3)), out=np.zeros((6, 7), np.uint8), device=device)
     with raises_argument_error(r"out"):
         ck.convolve(image, np.ones((3, 3)), out=np.zeros((7, 6), np.float32), device=device)
+    with raises_argument_error(r"out must be a numpy array like the input, not list"):
+        ck.convolve(image, np.ones((3, 3)), out=[0.0] * 42, device=device)
 
 
 # -- gaussian_blur --------------------------------------------------------------------------------

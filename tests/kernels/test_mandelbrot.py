@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import clkit
 import clkit.kernels as ck
 from _reference import (assert_counts_equal, mandelbrot_reference, need_fp64,
                         raises_argument_error)
@@ -59,6 +60,13 @@ KNOWN_POINTS = [
     ((-2.5, 0.0), 1),     # |c| > 2 gives 1
     ((1.5, -1.5), 1),
 ]
+
+
+def test_into_a_device_array_runs_on_its_device(device):
+    out = clkit.empty((17, 23), np.int32, device=device)
+    assert ck.mandelbrot(23, 17, out=out) is out  # no device=: the one out lives on
+    assert_counts_equal(out.get(), mandelbrot_reference(23, 17, dtype=np.float32),
+                        what="mandelbrot into a device array")
 
 
 def test_reference_known_points():
