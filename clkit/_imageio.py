@@ -10,7 +10,8 @@ file                                   array
 8-bit gray with alpha                  HxWx2 uint8
 RGB, palette, CMYK, YCbCr              HxWx3 uint8 (RGB)
 RGBA, palette with transparency        HxWx4 uint8
-16-bit gray PNG/TIFF (depth maps)      HxW uint16
+16-bit gray PNG/TIFF/PGM (depth maps)  HxW uint16
+32-bit integer TIFF                    HxW int32
 32-bit float TIFF                      HxW float32
 ``.npy``                               the array as saved (numbers only)
 =====================================  ====================================
@@ -22,9 +23,10 @@ so arrays are upright as viewers show them.
 Writing is whole or not at all: the data goes to a temporary file in the
 output's folder, which replaces the output (``os.replace``) only once it is
 complete; on any error the temporary file is removed and an existing output
-is left as it was.  Image formats hold integers, so float results are clipped
-to the format's range (0..255, or 0..65535 for a 16-bit result) and rounded;
-``.npy`` keeps every dtype.
+is left as it was.  A 32-bit result of one channel goes into a TIFF as float32;
+otherwise image formats hold integers, so float results are clipped to the
+format's range (0..255, or 0..65535 for a 16-bit result) and rounded; ``.npy``
+keeps every dtype.
 
 Every error names the file: ``FileNotFoundError``/``PermissionError`` (and
 other ``OSError``) for the file system, :class:`clkit.ArgumentValueError` (a
@@ -202,7 +204,7 @@ def _pixels(img, fmt, path) -> np.ndarray:
         return np.asarray(img).astype(np.uint16)  # native byte order whatever the file's
     if mode == "I":
         array = np.asarray(img, dtype=np.int32)
-        if fmt == "PNG":  # Pillow < 10 opens 16-bit gray PNGs as 32-bit "I"
+        if fmt in ("PNG", "PPM"):  # 16 bits at most; Pillow opens some of them as "I"
             return array.astype(np.uint16)
         return array
     if mode == "F":
@@ -289,7 +291,7 @@ def check_output(path) -> str:
     return fmt
 
 
-def write_image(path, array, *, bits: int = 8) -> None:
+def write_image(path, array, *, bits: int = 8) -> int:
     """Write an array as an image or ``.npy`` file, whole or not at all.
 
     Parameters
@@ -299,12 +301,20 @@ def write_image(path, array, *, bits: int = 8) -> None:
         ``.npy``).
     array : numpy.ndarray
         HxW, HxWx1, HxWx2 (gray, alpha), HxWx3 (RGB) or HxWx4 (RGBA).
-    bits : {8, 16}
+    bits : {8, 16, 32}
         Pixel depth for image formats.  16 keeps the precision of 16-bit
-        inputs, and needs a one-channel array and PNG or TIFF.  Float and
-        other integer values are clipped to the range (0..255 or 0..65535)
-        and rounded to the nearest integer; NaN becomes 0.  ``.npy`` files
-        store the array unchanged.
+        inputs, and needs a one-channel array and PNG, TIFF or PGM.  32
+        keeps that of 32-bit inputs where the format can: one channel in a
+        TIFF, as float32; elsewhere it is 8.  Float and other integer values
+        are clipped to the range (0..255 or 0..65535) and rounded to the
+        nearest integer; NaN becomes 0.  ``.npy`` files store the array
+        unchanged.
+
+    Returns
+    -------
+    int
+        The pixel depth written: ``bits``, 8 where 32 could not be kept, 0
+        for ``.npy``.
 
     Raises
     ------
@@ -326,13 +336,14 @@ def write_image(path, array, *, bits: int = 8) -> None:
     if fmt == "NPY":
         with atomic_write(path) as f:
             np.save(f, array, allow_pickle=False)
-        return
+        return 0
     if fmt == "PLY":
         raise ArgumentValueError(
             f"{path}: a PLY file holds points, not an image; use .png or .npy")
     Image = _pillow(path)
     pixels = _to_pixels(array, fmt, bits, path)
     img = Image.fromarray(pixels)
+    bits = 8 * pixels.itemsize
     options = {"quality": 95} if fmt == "JPEG" else {}
     try:
         with atomic_write(path) as f:
@@ -340,6 +351,7 @@ def write_image(path, array, *, bits: int = 8) -> None:
     except (ValueError, KeyError) as exc:  # Pillow: this format cannot hold this mode
         raise ArgumentValueError(f"{path}: {fmt} cannot store a {img.mode} image ({exc}); "
                                    "use .png or .npy") from None
+    return bits
 
 
 def _to_pixels(array: np.ndarray, fmt: str, bits: int, path) -> np.ndarray:
@@ -351,19 +363,21 @@ def _to_pixels(array: np.ndarray, fmt: str, bits: int, path) -> np.ndarray:
             "use .npy")
     if array.dtype.kind not in "biuf":
         raise ArgumentValueError(f"{path}: cannot store {array.dtype} values as an image")
+    if bits == 32 and fmt == "TIFF" and array.ndim == 2:
+        return np.ascontiguousarray(array, dtype=np.float32)
     if bits == 16:
         if array.ndim != 2:
             raise ArgumentValueError(
                 f"{path}: the result is 16-bit with {array.shape[2]} channels; "
                 "image files hold 16 bits per pixel with one channel only: use .npy")
-        if fmt not in ("PNG", "TIFF"):
+        if fmt not in ("PNG", "TIFF", "PPM"):
             raise ArgumentValueError(f"{path}: the result is 16-bit and {fmt} holds 8 bits; "
                                        "use .png, .tif or .npy")
         dtype = np.uint16
-    elif bits == 8:
+    elif bits in (8, 32):
         dtype = np.uint8
     else:
-        raise ArgumentValueError(f"bits must be 8 or 16, not {bits!r}")
+        raise ArgumentValueError(f"bits must be 8, 16 or 32, not {bits!r}")
     if fmt == "JPEG" and array.ndim == 3 and array.shape[2] in (2, 4):
         array = array[:, :, :-1] if array.shape[2] == 4 else array[:, :, 0]  # JPEG has no alpha
     if array.dtype != dtype:

@@ -14,9 +14,12 @@ traceback under ``--debug`` (or with ``CLKIT_DEBUG`` set).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 
 from .._errors import ClkitError
@@ -106,9 +109,35 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, ``docker stop``), stopping the command as Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops_like_ctrl_c():
+    """Within: SIGTERM raises :class:`_Terminated`, so that files being written are finished or
+    removed, where the default would end the process at once and leave their temporary files."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (only the main thread may set handlers)
+        return
+
+    def stop(signum, frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv=None) -> int:
     """Run ``clkit`` with ``argv`` (default: the process's); returns the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    with _sigterm_stops_like_ctrl_c():
+        return _main(sys.argv[1:] if argv is None else list(argv))
+
+
+def _main(argv: list) -> int:
     debug = "--debug" in argv or bool(os.environ.get("CLKIT_DEBUG", "").strip())
     try:
         parser = build_parser(argv)
@@ -123,9 +152,10 @@ def main(argv=None) -> int:
     except (UsageError, ClkitError, OSError) as exc:
         print(f"clkit: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("clkit: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        print(f"clkit: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except Exception as exc:  # a bug in clkit, not a mistake in the input
         if debug:
             traceback.print_exc()

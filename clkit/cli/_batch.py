@@ -9,6 +9,7 @@ ends with one error line naming the file(s) and exit status 2.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -95,11 +96,16 @@ def jobs(src, dst, out_suffix=None) -> tuple[list, Path | None]:
             dst.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OSError(f"cannot create the folder {dst}: {exc.strerror or exc}") from None
+        if not os.access(dst, os.W_OK | os.X_OK):  # found before any work, not after each image
+            raise PermissionError(f"cannot write into {dst}: permission denied")
         return pairs, dst
     if not src.exists():
         raise FileNotFoundError(f"{src}: no such file or folder")
     if dst.is_dir():  # like cp: a file into an existing folder keeps its name
         dst = dst / (src.stem + out_suffix if out_suffix else src.name)
+    if dst.exists() and dst.resolve() == src.resolve():
+        raise UsageError(f"OUT {dst} is the input file: the result would replace the original; "
+                         "name another file or folder")
     _imageio.check_output(dst)  # a bad output name or folder fails before any work
     return [(src, dst)], None
 

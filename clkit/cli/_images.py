@@ -1,8 +1,9 @@
 """What the image commands share: reading, filtering with one library call, writing.
 
 Results keep the input's pixel depth: 8-bit images give 8-bit images
-(clipped to 0..255 and rounded), 16-bit images 16-bit ones; ``.npy`` outputs
-keep the exact float32 values (and the signs of derivative filters).
+(clipped to 0..255 and rounded), 16-bit images 16-bit ones, 32-bit images
+(float or integer TIFFs) float32 TIFFs; ``.npy`` outputs keep the exact
+float32 values (and the signs of derivative filters).
 
 An :class:`ImageCommand` says how it reads an image (:meth:`~ImageCommand.prepare`)
 and which library function it calls (:meth:`~ImageCommand.compute`);
@@ -25,17 +26,20 @@ from ._command import Command
 MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
 
 
-def describe(array: np.ndarray, bits: int, dst: Path) -> str:
-    """`` (WxH, C channels, 8-bit)``: what was written."""
+def describe(array: np.ndarray, bits: int) -> str:
+    """`` (WxH, C channels, 8-bit)``: what was written (``bits`` 0: the array's dtype)."""
     h, w = array.shape[:2]
     channels = 1 if array.ndim == 2 else array.shape[2]
-    kind = f"{array.dtype}" if dst.suffix.lower() == ".npy" else f"{bits}-bit"
+    kind = {0: f"{array.dtype}", 32: "32-bit float"}.get(bits, f"{bits}-bit")
     return f" ({w}x{h}, {channels} channel{'s' if channels != 1 else ''}, {kind})"
 
 
 def bits_of(image: np.ndarray) -> int:
-    """The pixel depth an output keeps: 16 for 16-bit inputs, else 8."""
-    return 16 if image.dtype == np.uint16 else 8
+    """The pixel depth an output keeps: 16 for 16-bit inputs, 32 for floats and integers of
+    32 bits and more (TIFF keeps them), else 8."""
+    if image.dtype == np.uint16:
+        return 16
+    return 32 if image.dtype.kind == "f" or image.dtype.itemsize >= 4 else 8
 
 
 def add_io(p, in_help, out_help, in_name="IN", out_name="OUT"):
@@ -86,8 +90,7 @@ class ImageCommand(Command):
         def process(src, dst):
             image, bits = self.read(src, device.fp64)
             result = self.compute(image, args, kernels, device=device)
-            _imageio.write_image(dst, result, bits=bits)
-            return describe(result, bits, dst)
+            return describe(result, _imageio.write_image(dst, result, bits=bits))
 
         for_each_file(args, process, device=device)
 

@@ -166,6 +166,29 @@ def test_convolve_16bit_png_stays_16bit(tmp_path, rng):
     assert np.abs(out.astype(np.int64) - np.rint(expected)).max() <= 1
 
 
+def test_a_16bit_pgm_stays_16bit(tmp_path, rng):
+    depth = rng.integers(0, 65536, (13, 10), dtype=np.uint16)
+    save(tmp_path / "in.pgm", depth)
+    expected = np.rint(scipy_ndimage.gaussian_filter(depth.astype(np.float64), 1.0))
+    for name in ("out.png", "out.pgm"):
+        ok(clkit("blur", tmp_path / "in.pgm", tmp_path / name, "--sigma", "1"))
+        out = read(tmp_path / name)
+        assert out.dtype in (np.uint16, np.int32) and out.max() > 255, name
+        assert np.abs(out.astype(np.int64) - expected).max() <= 1, name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=["float", "integer"])
+def test_a_32bit_tiff_gives_a_float_tiff(tmp_path, rng, dtype):
+    values = (rng.random((12, 15)) * 3e5).astype(dtype)  # beyond 16 bits
+    save(tmp_path / "in.tif", values)
+    proc = ok(clkit("blur", tmp_path / "in.tif", tmp_path / "out.tif", "--sigma", "1.5"))
+    assert "32-bit float" in proc.stdout
+    out = read(tmp_path / "out.tif")
+    assert out.dtype == np.float32
+    expected = scipy_ndimage.gaussian_filter(values.astype(np.float64), 1.5)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
 def test_blur_equals_gaussian_filter(tmp_path, rng):
     image = rng.random((16, 21, 3), dtype=np.float32)
     np.save(tmp_path / "in.npy", image)
@@ -477,6 +500,52 @@ def test_file_into_an_existing_folder_keeps_its_name(tmp_path, rgb):
     (tmp_path / "out").mkdir()
     ok(clkit("gray", src, tmp_path / "out"))
     assert read(tmp_path / "out" / "photo.png").shape == rgb.shape[:2]
+
+
+def test_a_file_never_replaces_itself(tmp_path, rgb):
+    src = save(tmp_path / "photo.png", rgb)
+    fails(clkit("gray", src, tmp_path), "input file", "replace the original")
+    fails(clkit("gray", src, src), "input file")
+    np.testing.assert_array_equal(read(src), rgb)
+
+
+def test_a_batch_checks_its_output_folder_before_any_work(tmp_path, rgb, monkeypatch):
+    # (as a test, not a run as root, which may write into read-only folders)
+    from clkit.cli import _batch
+    (tmp_path / "in").mkdir()
+    save(tmp_path / "in" / "a.png", rgb)
+    locked = tmp_path / "locked"
+    real_access = os.access
+    monkeypatch.setattr(_batch.os, "access", lambda p, mode: Path(p) != locked
+                        and real_access(p, mode))
+    with pytest.raises(PermissionError, match="cannot write into .*locked: permission denied"):
+        _batch.jobs(tmp_path / "in", locked)
+
+
+def test_sigterm_finishes_or_removes_every_file(tmp_path, rng):
+    import signal
+    import subprocess
+    import sys
+    import time
+    from _cli import REPO
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for i in range(40):
+        save(src / f"{i:02}.png", rng.integers(0, 256, (384, 512, 3), dtype=np.uint8))
+    proc = subprocess.Popen([sys.executable, "-m", "clkit", "blur", src, dst, "--sigma", "3"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (dst.is_dir() and any(p.suffix == ".png" for p in dst.iterdir())):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and err.strip() == "clkit: terminated", (proc.returncode, err)
+    assert leftovers(dst) == []
+    written = sorted(dst.iterdir())
+    assert 0 < len(written) < 40
+    for path in written:  # each whole: it decodes
+        assert read(path).shape == (384, 512, 3)
 
 
 def test_batch_refuses_two_inputs_with_one_output(tmp_path):

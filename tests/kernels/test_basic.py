@@ -173,6 +173,13 @@ def test_vector_add_into_its_input_and_into_a_shifted_view(device, rng, kind):
     np.testing.assert_array_equal(back(da)[:-1], expected_shifted)
 
 
+def test_vector_add_of_big_endian_arrays(device, rng):
+    a, b = operands(rng, (1001,), np.int32)
+    result = ck.vector_add(a.astype(">i4"), b.astype(">i4"), device=device)
+    assert result.dtype == np.int32  # native order
+    np.testing.assert_array_equal(result, numpy_sum(a, b))
+
+
 def test_vector_add_device_arrays_pick_the_device(device, rng, monkeypatch):
     a, b = operands(rng, (101,), np.int16)
     da, db = clkit.to_device(a, device=device), clkit.to_device(b, device=device)
