@@ -344,7 +344,7 @@ def write_image(path, array, *, bits: int = 8) -> int:
     pixels = _to_pixels(array, fmt, bits, path)
     img = Image.fromarray(pixels)
     bits = 8 * pixels.itemsize
-    options = {"quality": 95} if fmt == "JPEG" else {}
+    options = {"quality": 95} if fmt in ("JPEG", "WEBP") else {}  # (Pillow's default: 75, 80)
     try:
         with atomic_write(path) as f:
             img.save(f, format=fmt, **options)

@@ -73,6 +73,7 @@ def jobs(src, dst, out_suffix=None) -> tuple[list, Path | None]:
     ``out_suffix`` replaces the extension of outputs named after inputs
     (``.ply`` for point clouds); otherwise an output keeps the input's name.
     """
+    names_a_folder = str(dst).endswith(("/", os.sep))  # (Path drops the slash)
     src, dst = Path(src), Path(dst)
     if src.is_dir():
         if dst.exists() and not dst.is_dir():
@@ -101,6 +102,8 @@ def jobs(src, dst, out_suffix=None) -> tuple[list, Path | None]:
         return pairs, dst
     if not src.exists():
         raise FileNotFoundError(f"{src}: no such file or folder")
+    if names_a_folder and not dst.is_dir():
+        raise FileNotFoundError(f"cannot write into {dst}{os.sep}: no such folder")
     if dst.is_dir():  # like cp: a file into an existing folder keeps its name
         dst = dst / (src.stem + out_suffix if out_suffix else src.name)
     if dst.exists() and dst.resolve() == src.resolve():

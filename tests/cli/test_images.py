@@ -418,6 +418,7 @@ def test_unwritable_output(tmp_path, rgb):
     fails(clkit("gray", src, tmp_path / "missing" / "out.png"), "does not exist")
     fails(clkit("gray", src, tmp_path / "in.png" / "out.png"), "not a folder")
     fails(clkit("gray", src, tmp_path / "out.xyz"), "out.xyz")
+    fails(clkit("gray", src, f"{tmp_path / 'newdir'}/"), "newdir/: no such folder")
     assert sorted(os.listdir(tmp_path)) == ["in.png"]
 
 
