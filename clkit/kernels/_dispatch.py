@@ -217,13 +217,14 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
     name = op.name
     if on_device is None:
         on_device = check_same_kind(name, inputs) if inputs else False
+    multi = is_multi(device)
     if not op.gathers:
         out = check_out(name, out, op.shape, op.dtype, on_device)
-        if out is not None and _overlaps(out, inputs, op.elementwise):
+        # (several devices' speed probes compute bands into out before the bands themselves)
+        if out is not None and _overlaps(out, inputs, op.elementwise and not multi):
             # the kernels would overwrite input they have yet to read: compute aside, then copy
             out[...] = run(op, inputs, None, device, on_device)
             return out
-    multi = is_multi(device)
     if on_device and not multi:
         rt = _arrays_runtime(inputs + [out]) if device is None else None
         if rt is None:

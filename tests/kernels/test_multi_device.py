@@ -71,6 +71,16 @@ def test_vector_add_all(rng):
     np.testing.assert_array_equal(ck.vector_add(a, a, device=spec), a + a)  # exact everywhere
 
 
+def test_vector_add_into_its_input_with_several_devices(rng, monkeypatch):
+    # The speed probes run bands of the call: they must not add into the input before the call
+    spec, _ = pair()
+    monkeypatch.setattr(_bands, "_speeds", {})  # measured again, as on a first call
+    a, b = rng.integers(-100, 100, (2, 5003)).astype(np.int32)
+    expected = a + b
+    assert ck.vector_add(a, b, out=a, device=spec) is a
+    np.testing.assert_array_equal(a, expected)
+
+
 @pytest.mark.parametrize("mode", ["reflect", "wrap", "constant"])
 def test_convolve_all(size, mode, rng):
     spec, devices = pair()
