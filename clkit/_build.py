@@ -27,7 +27,7 @@ from . import _cache, _oclgrind
 from ._devices import Device
 from ._errors import BuildError
 from ._runtime import on_loss, runtime, simulator_in_use
-from ._signature import from_arg_info, query_arg_info
+from ._signature import from_arg_info, query_arg_info, typedefs
 from ._source import Source, library_dir
 
 # "file:12:5:" as clang-based compilers (PoCL, Oclgrind, NVIDIA) print locations.
@@ -142,8 +142,7 @@ def _compile(source: Source, options: tuple, rt) -> Built:
                 prg = cl._cl._Program(rt.context, source.text)
                 _source_build(prg, opts, device, library, [])
             _sigxfsz_ignored_again()
-            signatures = {name: from_arg_info(info, device.cl_device.address_bits)
-                          for name, info in meta["kernels"].items()}
+            signatures = _signatures(meta["kernels"], source, device)
             return Built(prg, device, signatures, meta.get("log", ""), "disk",
                          time.perf_counter() - start)
         except (cl.Error, KeyError, TypeError, ValueError):
@@ -170,9 +169,15 @@ def _compile(source: Source, options: tuple, rt) -> Built:
     infos = {name: query_arg_info(cl.Kernel(prg, name)) for name in names}
     binary = b"" if _driver_keeps_builds(device) else prg.get_info(cl.program_info.BINARIES)[0]
     _cache.store(entry, binary, {"kernels": infos, "log": log, "options": opts})
-    signatures = {name: from_arg_info(info, device.cl_device.address_bits)
-                  for name, info in infos.items()}
-    return Built(prg, device, signatures, log, "compiled", time.perf_counter() - start)
+    return Built(prg, device, _signatures(infos, source, device), log, "compiled",
+                 time.perf_counter() - start)
+
+
+def _signatures(infos: dict, source: Source, device: Device) -> dict:
+    """Each kernel's parameters, from the driver's argument info and the source's typedefs."""
+    aliases = typedefs(source.text)
+    return {name: from_arg_info(info, device.cl_device.address_bits, aliases)
+            for name, info in infos.items()}
 
 
 def _source_build(prg, opts: str, device: Device, library: bool, held: list) -> None:

@@ -70,14 +70,25 @@ def converter(bound, p: Param):
     if p.pointer:
         return _pointer_converter(bound, p)
     if p.dtype is None:
-        return _passthrough
+        return _record_converter(bound, p)
     if p.width == 1:
         return _scalar_converter(bound, p)
     return _vector_converter(bound, p)
 
 
-def _passthrough(value, launch):
-    return value
+def _record_converter(bound, p):
+    """A value of a type clkit cannot read from its name (a typedef, a struct): the bytes of a
+    numpy scalar or record, which the driver checks against the parameter's size."""
+    def convert(value, launch):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if isinstance(value, np.generic):
+            return value
+        raise ArgumentTypeError(
+            f"{bound.where(p)}: clkit cannot tell what {p.type_name!r} is; pass a numpy value of "
+            f"its size, e.g. np.float32(x) for a typedef of float, or a record of a structured "
+            f"dtype (np.zeros((), dtype)[()]) for a struct, not {type(value).__name__}")
+    return convert
 
 
 def _local_converter(bound, p):
@@ -163,12 +174,14 @@ def _pointer_converter(bound, p):
         check_dtype(arr.dtype, "numpy array")
         count(arr.size, launch)
         if writes and not arr.flags.writeable:
-            raise ArgumentValueError(f"{bound.where(p)}: the kernel writes this array but it is "
-                                     "read-only; pass a writeable array (e.g. a copy)")
+            raise ArgumentValueError(f"{bound.where(p)}: the array is read-only, and the "
+                                     "parameter is not const, so the kernel may write it; "
+                                     "declare it const if the kernel only reads it, or pass a "
+                                     "writeable array (e.g. a copy)")
         if p.address == "constant" and arr.nbytes > max_constant:
             raise ArgumentValueError(
-                f"{bound.where(p)}: {_size(arr.nbytes)} is over the device's __constant limit of "
-                f"{_size(max_constant)}; declare the parameter __global const instead")
+                f"{bound.where(p)}: {arr.nbytes:,} bytes is over the device's __constant limit "
+                f"of {max_constant:,}; declare the parameter __global const instead")
         if arr.nbytes == 0:
             return None
         check_alloc(rt, arr.nbytes, f"{bound.where(p)}")

@@ -160,7 +160,7 @@ class _Bound:
     """
 
     __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
-                 "local_args", "local_room", "sizes")
+                 "required", "max_items", "local_args", "local_room", "sizes")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
@@ -179,7 +179,12 @@ class _Bound:
         # library plan passes the same objects call after call
         self.sizes = (_UNSET, _UNSET, None, None)
         info = cl.kernel_work_group_info
-        self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, rt.device.cl_device)
+        cl_device = rt.device.cl_device
+        self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, cl_device)
+        # reqd_work_group_size(X, Y, Z) in the source: the local size of every launch
+        required = tuple(self.knl.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, cl_device))
+        self.required = required if any(required) else None
+        self.max_items = 2 ** cl_device.address_bits  # what the device's size_t counts
         # __local arguments share what the kernel's own __local variables leave (asked before
         # any argument is set, the driver reports those alone); a driver may abort rather than
         # refuse a launch that asks for more.
@@ -349,7 +354,13 @@ class Kernel:
                     if count is None:
                         count = launch._count
                 if pack is None:
-                    knl.set_arg(i, value)
+                    try:
+                        knl.set_arg(i, value)
+                    except cl.Error as exc:  # e.g. a record of another size than the struct's
+                        what = (f"a {value.dtype} value of {value.nbytes} bytes"
+                                if isinstance(value, np.generic) else "the value")
+                        raise ArgumentTypeError(f"{bound.where(bound.params[i])}: the driver "
+                                                f"refuses {what} ({exc})") from exc
                 else:
                     sent[i] = _UNSET  # until the driver has it
                     knl.set_arg(i, pack(value))
@@ -360,12 +371,20 @@ class Kernel:
             else:
                 if global_size is not None:
                     gsize = _sizes(global_size, "global_size", self.name)
+                    if math.prod(gsize) >= bound.max_items:
+                        raise ArgumentValueError(
+                            f"kernel {self.name}: global_size {gsize} is {math.prod(gsize):,} "
+                            f"work-items, more than {bound.device} counts (its size_t has "
+                            f"{bound.max_items.bit_length() - 1} bits)")
                 elif count is not None:
                     gsize = (count,)
                 else:
                     raise ArgumentTypeError(f"kernel {self.name}: no array argument to take "
                                             "the global size from; pass global_size=")
-                lsize = None if local_size is None else _check_local(bound, gsize, local_size)
+                asked = local_size
+                if asked is None and bound.required:
+                    asked = _required_local(bound.required, len(gsize))
+                lsize = None if asked is None else _check_local(bound, gsize, asked)
                 if type(global_size) in _IMMUTABLE_SIZES and (
                         local_size is None or type(local_size) in _IMMUTABLE_SIZES):
                     bound.sizes = (global_size, local_size, gsize, lsize)
@@ -454,14 +473,27 @@ def _sizes(value, what: str, kernel: str) -> tuple:
     return tuple(int(s) for s in sizes)
 
 
+def _required_local(required: tuple, dims: int) -> tuple:
+    """A ``reqd_work_group_size`` as the local size of a launch of ``dims`` dimensions (all
+    three when a dimension beyond them is not 1, which the launch then refuses)."""
+    return required[:dims] if all(n == 1 for n in required[dims:]) else required
+
+
 def _check_local(bound: _Bound, gsize: tuple, local_size) -> tuple:
     lsize = _sizes(local_size, "local_size", bound.name)
+    if bound.required and lsize != _required_local(bound.required, len(lsize)):
+        raise ArgumentValueError(f"kernel {bound.name}: its reqd_work_group_size "
+                                 f"{bound.required} is the only local_size it runs with; pass "
+                                 f"that, or none, not {lsize}")
     if len(lsize) != len(gsize):
         raise ArgumentValueError(f"kernel {bound.name}: local_size {lsize} and global_size "
                                  f"{gsize} have different numbers of dimensions")
     for dim, (g, l, most) in enumerate(zip(gsize, lsize, bound.device.max_work_item_sizes)):
-        if l == 0 or g % l:
-            up = -(-g // l) * l if l else g
+        if l == 0:
+            raise ArgumentValueError(f"kernel {bound.name}: local_size {lsize} has a 0 in "
+                                     f"dimension {dim}; every size must be at least 1")
+        if g % l:
+            up = -(-g // l) * l
             raise ArgumentValueError(
                 f"kernel {bound.name}: global_size {g} is not a multiple of local_size {l} in "
                 f"dimension {dim}; round global_size up (to {up}) and skip the extra work-items "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
 from pathlib import Path
@@ -91,17 +92,21 @@ class Program:
 
     @property
     def kernel_names(self) -> list[str]:
-        """The kernels in this program (read from the source, or from a build)."""
-        return self.source.kernel_names() or self.build().kernel_names
+        """The kernels in this program, as the compiler found them (macros expanded, kernels
+        in ``#if 0`` or comments left out): it is built for its device if it was not yet."""
+        return self.build().kernel_names
 
     def kernel(self, name: str) -> Kernel:
         """The kernel ``name``; the same object every time."""
         kernel = self._kernels.get(name)
         if kernel is None:
-            names = self.source.kernel_names()
-            if name not in names and name not in self.build().kernel_names:
-                raise AttributeError(f"{self.origin} has no kernel {name!r}; its kernels are: "
-                                     f"{', '.join(names or self.build().kernel_names)}")
+            # A name the text declares needs no build yet; any other is looked up in one
+            # (a kernel made by a macro), and the build has the list a mistake is told.
+            if name not in self.source.kernel_names() and name not in self.kernel_names:
+                close = difflib.get_close_matches(name, self.kernel_names, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise AttributeError(f"{self.origin} has no kernel {name!r}; {hint}its kernels "
+                                     f"are: {', '.join(self.kernel_names)}")
             with self._lock:
                 kernel = self._kernels.setdefault(name, Kernel(self, name))
         return kernel

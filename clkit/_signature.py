@@ -64,31 +64,43 @@ class Param:
         return 4 if self.width == 3 else self.width
 
 
-def parse_type(type_name: str, address_bits: int = 64) -> tuple[str, bool, np.dtype | None, int]:
-    """Split a type name into (base name, pointer?, element dtype or None, width)."""
+_TYPEDEF = re.compile(r"\btypedef\s+((?:unsigned\s+|signed\s+)?\w+)\s+(\w+)\s*;")
+
+
+def typedefs(text: str) -> dict:
+    """The simple typedefs of a source (``typedef float real;``): each new name and its type."""
+    return {new: " ".join(old.split()) for old, new in _TYPEDEF.findall(text)}
+
+
+def parse_type(type_name: str, address_bits: int = 64,
+               aliases: dict | None = None) -> tuple[str, bool, np.dtype | None, int]:
+    """Split a type name into (base name, pointer?, element dtype or None, width); ``aliases``
+    (:func:`typedefs`) says what the names a source made up stand for."""
     name = type_name.strip()
     pointer = name.endswith("*")
     name = name.rstrip("*").strip()
     for word in ("const", "volatile", "restrict", "__restrict", "__global", "__local",
                  "__constant", "global", "local", "constant"):
         name = re.sub(rf"\b{word}\b", "", name)
-    name = " ".join(name.split())
+    base = name = " ".join(name.split())
+    for _ in range(8):  # a typedef of a typedef ...
+        name = (aliases or {}).get(name, name)
     name = _ALIASES.get(name, name)
     if name in ("size_t", "uintptr_t"):
-        return name, pointer, np.dtype(np.uint64 if address_bits == 64 else np.uint32), 1
+        return base, pointer, np.dtype(np.uint64 if address_bits == 64 else np.uint32), 1
     if name in ("ptrdiff_t", "intptr_t"):
-        return name, pointer, np.dtype(np.int64 if address_bits == 64 else np.int32), 1
+        return base, pointer, np.dtype(np.int64 if address_bits == 64 else np.int32), 1
     m = _VECTOR.fullmatch(name)
     if not m:
-        return name, pointer, None, 1
-    return name, pointer, np.dtype(SCALAR_DTYPES[m.group(1)]), int(m.group(2) or 1)
+        return base, pointer, None, 1
+    return base, pointer, np.dtype(SCALAR_DTYPES[m.group(1)]), int(m.group(2) or 1)
 
 
-def from_arg_info(info: list, address_bits: int) -> list[Param]:
+def from_arg_info(info: list, address_bits: int, aliases: dict | None = None) -> list[Param]:
     """Params from the stored tuples (name, type name, address, type qualifier)."""
     params = []
     for name, type_name, address, qualifier in info:
-        base, pointer, dtype, width = parse_type(type_name, address_bits)
+        base, pointer, dtype, width = parse_type(type_name, address_bits, aliases)
         params.append(Param(
             name=name, type_name=base, address=address,
             const=bool(qualifier & cl.kernel_arg_type_qualifier.CONST) or address == "constant",

@@ -501,3 +501,67 @@ def test_a_clean_user_kernel_builds_without_a_warning(device, write_cl, tmp_path
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clkit.load(path).build(device)
+
+
+def test_kernel_names_are_the_compiler_s(device):
+    src = """
+    // __kernel void old_version(__global float* x) { }
+    #define SCALE(NAME, BY) __kernel void NAME(__global float* x) { x[get_global_id(0)] *= BY; }
+    SCALE(times2, 2)
+    SCALE(times3, 3)
+    """
+    prg = clkit.Program.from_source(src, device=device)
+    assert sorted(prg.kernel_names) == ["times2", "times3"]
+    x = np.ones(5, np.float32)
+    prg.times3(x)
+    np.testing.assert_array_equal(x, 3)
+    with pytest.raises(AttributeError, match="no kernel 'timez2'; did you mean 'times2'"):
+        prg.timez2
+
+
+def test_typedef_and_struct_parameters(device):
+    src = """
+    typedef float real;
+    typedef real metres;
+    typedef struct { float a; int b; } pair;
+    __kernel void scale(__global metres* x, metres by) { x[get_global_id(0)] *= by; }
+    __kernel void product(__global float* x, pair p) { x[get_global_id(0)] = p.a * p.b; }
+    """
+    prg = clkit.Program.from_source(src, device=device)
+    x = np.ones(4, np.float32)
+    prg.scale(x, 3)  # a typedef of a typedef of float: a float, checked as one
+    np.testing.assert_array_equal(x, 3)
+    with pytest.raises(clkit.ArgumentTypeError, match=r"parameter 'x' \(__global metres\* x\)"
+                                                      r".*float32"):
+        prg.scale(np.ones(4), 2.0)
+    record = np.zeros((), [("a", np.float32), ("b", np.int32)])
+    record["a"], record["b"] = 2.5, 4
+    prg.product(x, record[()])
+    np.testing.assert_array_equal(x, 10)
+    with pytest.raises(clkit.ArgumentTypeError, match=r"parameter 'p' \(pair p\).*cannot tell "
+                                                      r"what 'pair' is.*structured dtype"):
+        prg.product(x, (2.5, 4))
+
+
+def test_a_required_work_group_size_is_the_local_size(device):
+    prg = clkit.Program.from_source("""
+    __kernel __attribute__((reqd_work_group_size(16, 1, 1)))
+    void group_size(__global int* x) { x[get_global_id(0)] = get_local_size(0); }
+    """, device=device)
+    x = np.zeros(48, np.int32)
+    prg.group_size(x)  # no local_size: the one the kernel requires
+    np.testing.assert_array_equal(x, 16)
+    prg.group_size(x, local_size=16)
+    with pytest.raises(clkit.ArgumentValueError, match=r"reqd_work_group_size \(16, 1, 1\).*"
+                                                       r"not \(8,\)"):
+        prg.group_size(x, local_size=8)
+    with pytest.raises(clkit.ArgumentValueError, match="not a multiple of local_size 16"):
+        prg.group_size(np.zeros(40, np.int32))
+
+
+@pytest.mark.parametrize("global_size", [(2 ** 32, 2 ** 32), 2 ** 64, (4, 2 ** 63)])
+def test_more_work_items_than_size_t_counts_are_refused(device, global_size):
+    # (PoCL aborted the process on the first; pyopencl raised std::bad_cast on the second)
+    prg = clkit.Program.from_source("__kernel void f(__global int* x) { }", device=device)
+    with pytest.raises(clkit.ArgumentValueError, match="work-items, more than .* counts"):
+        prg.f(np.zeros(4, np.int32), global_size=global_size)
