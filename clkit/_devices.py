@@ -313,6 +313,8 @@ def _matches(spec: str, candidates: list[Device], what: str) -> list[Device]:
             base, index = m.group(1), int(m.group(2))
         if base in TYPES:
             found = [d for d in candidates if d.type == base and not d.simulator]
+        elif not re.search(r"[a-z]", base):  # '', '0', '.': part of every version string
+            found = []
         else:
             found = [d for d in candidates
                      if any(base in s.lower() for s in (d.name, d.platform, d.vendor, d.version))]
@@ -398,8 +400,11 @@ def ranked() -> list[Device]:
     usable = sorted((d for d in candidates if not d.simulator), key=_score)
     if not usable:
         listing = "; ".join(str(d) for d in candidates) or "none"
+        visible = setting("CLKIT_VISIBLE_DEVICES")
+        hidden = (f", CLKIT_VISIBLE_DEVICES={visible!r} hiding the rest"
+                  if visible is not None else "")
         raise DeviceNotFoundError(
-            f"no OpenCL device to choose by default (visible: {listing}); the Oclgrind "
+            f"no OpenCL device to choose by default (visible: {listing}{hidden}); the Oclgrind "
             "simulator is used only when named, e.g. CLKIT_DEVICE=oclgrind")
     return usable
 

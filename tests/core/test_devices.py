@@ -77,6 +77,16 @@ def test_no_match_lists_the_devices_that_exist():
         clkit.select("99:0")
 
 
+@pytest.mark.parametrize("spec", ["0", "3", "", " ", ".", "-"])
+def test_a_spec_without_a_letter_names_no_device(spec, monkeypatch):
+    # (each is part of every driver's version string: it named the first device, whatever it was)
+    with pytest.raises(clkit.DeviceNotFoundError, match="A spec is 'P:D'"):
+        clkit.select(spec)
+    monkeypatch.setenv("CLKIT_VISIBLE_DEVICES", spec if spec.strip() else "0")
+    with pytest.raises(clkit.DeviceNotFoundError, match="CLKIT_VISIBLE_DEVICES"):
+        clkit.devices()
+
+
 def test_bad_spec_type():
     with pytest.raises(TypeError, match="device spec"):
         clkit.select(3.5)
@@ -102,6 +112,10 @@ def test_visible_devices_hide_the_rest(monkeypatch):
     monkeypatch.setenv("CLKIT_VISIBLE_DEVICES", "nonexistent-device")
     with pytest.raises(clkit.DeviceNotFoundError, match="CLKIT_VISIBLE_DEVICES"):
         clkit.devices()
+    monkeypatch.setenv("CLKIT_VISIBLE_DEVICES", "")  # as CUDA_VISIBLE_DEVICES: no device at all
+    assert clkit.devices() == []
+    with pytest.raises(clkit.DeviceNotFoundError, match="CLKIT_VISIBLE_DEVICES='' hiding"):
+        clkit.select()
 
 
 def fake_devices(monkeypatch, *kinds):
