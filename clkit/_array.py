@@ -80,14 +80,18 @@ def check_shape(what: str, shape, dtype) -> tuple[tuple, np.dtype, int]:
     return dims, dtype, math.prod(dims) * dtype.itemsize  # (Python's integers: no overflow)
 
 
-def check_alloc(rt: Runtime, nbytes: int, what: str) -> None:
+#: What to do about an allocation over the device's limit, in general.
+SPLIT = ("split the data, or use the clkit.kernels functions, which stream large numpy inputs "
+         "in tiles")
+
+
+def check_alloc(rt: Runtime, nbytes: int, what: str, advice: str = SPLIT) -> None:
     """Refuse, before the driver does, an allocation over the device's limits."""
     dev = rt.device
     if nbytes > dev.max_alloc:
         raise OutOfDeviceMemoryError(
             f"{what}: {_size(nbytes)} is more than one allocation may hold on {dev} "
-            f"(max {_size(dev.max_alloc)}); split the data, or use the clkit.kernels functions, "
-            "which stream large inputs in tiles", device=dev)
+            f"(max {_size(dev.max_alloc)}); {advice}", device=dev)
 
 
 def _converting(make, rt: Runtime, nbytes: int, what: str = "allocation"):

@@ -37,6 +37,9 @@ from .._runtime import Runtime, runtime_of_array
 from .._transfer import OUTPUT_ALIGN
 
 POOL_SHARE = 8
+#: Device arrays are computed whole; numpy arrays go through the device in tiles.
+WHOLE = ("device arrays are computed whole: pass the data as numpy arrays (e.g. d.get()), "
+         "which the clkit.kernels functions stream through the device in tiles")
 
 _pools: dict = {}  # Runtime -> {id(queue): (queue, MemoryPool)}
 _lock = threading.Lock()
@@ -77,7 +80,6 @@ def pooled(rt: Runtime, nbytes: int, queue=None):
     if held > rt.device.global_mem // POOL_SHARE:
         for _, each in list(pools.values()):
             each.free_held()
-    check_alloc(rt, nbytes, "a library result")
     return p.allocate(max(1, nbytes))
 
 
@@ -104,6 +106,7 @@ def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
     kernel wrote into the result, where the tests compare it with scipy.
     """
     queue = queue or rt.queue
+    check_alloc(rt, nbytes, "a library result", WHOLE)
     if rt.device.simulator:
         dtype = np.dtype(dtype or np.uint8)
         host = np.full(max(1, nbytes // dtype.itemsize), np.nan if dtype.kind == "f" else 0,
@@ -112,7 +115,6 @@ def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
                          hostbuf=host)
     if queue is rt.own_queue or queue is _band_queue.get():
         return pooled(rt, nbytes, queue)
-    check_alloc(rt, nbytes, "a library result")
     return cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, max(1, nbytes))
 
 
@@ -179,7 +181,7 @@ def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None
     """
     if (host is not None and host.nbytes and rt.device.unified_memory
             and host.flags.c_contiguous and host.ctypes.data % align == 0):
-        check_alloc(rt, host.nbytes, "a library result")
+        check_alloc(rt, host.nbytes, "a library result", WHOLE)
         flags = cl.mem_flags.WRITE_ONLY | cl.mem_flags.USE_HOST_PTR
         buf = cl.Buffer(rt.context, flags, hostbuf=host)
         arr = wrap(queue or rt.queue, tuple(shape), np.dtype(dtype), buf)

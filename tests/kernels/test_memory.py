@@ -4,10 +4,13 @@ import gc
 
 import numpy as np
 import pyopencl as cl
+import pytest
 
 import clkit
 import clkit.kernels as ck
 from clkit.kernels import _memory
+
+from _reference import reporting
 
 
 def test_a_dropped_constant_is_still_read_right_by_queued_work(device):
@@ -60,3 +63,14 @@ def test_lanes_keep_pools_of_their_own_within_the_device_bound(discrete, rng, mo
     for got, x in zip(batch, sizes):
         np.testing.assert_array_equal(got, ck.convolve(x, mask, device=device))
     assert _held(rt) <= len(_memory._pools[rt]) * 3 * sizes[-1].nbytes
+
+
+def test_a_device_array_result_too_large_for_one_allocation_says_to_pass_numpy(device):
+    image = np.zeros((64, 64), np.uint8)
+    on_device = clkit.to_device(image, device=device)
+    with reporting(device, max_alloc=8 << 10):  # the float32 result: 16 KiB
+        with pytest.raises(clkit.OutOfDeviceMemoryError, match="device arrays are computed "
+                                                               "whole: pass the data as numpy"):
+            ck.convolve(on_device, np.ones((3, 3)), device=device)
+        # the same image as a numpy array goes through in tiles
+        np.testing.assert_array_equal(ck.convolve(image, np.ones((3, 3)), device=device), 0)
