@@ -22,7 +22,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import _trace, _transfer
+from . import _oclgrind, _trace, _transfer
 from ._array import _size
 from ._convert import STAGE, LocalMemory, converter, copy_back
 from ._devices import Device, check_process, select, setting
@@ -188,6 +188,8 @@ class _Bound:
         # __local arguments share what the kernel's own __local variables leave (asked before
         # any argument is set, the driver reports those alone); a driver may abort rather than
         # refuse a launch that asks for more.
+        if not rt.device.simulator and _oclgrind.debug_mode() == "oclgrind":
+            _oclgrind.not_checked(name, rt.device)
         self.local_args = [i for i, p in enumerate(self.params) if p.address == "local"]
         if self.local_args:
             self.local_room = rt.device.local_mem - self.knl.get_work_group_info(
@@ -381,10 +383,7 @@ class Kernel:
                 else:
                     raise ArgumentTypeError(f"kernel {self.name}: no array argument to take "
                                             "the global size from; pass global_size=")
-                asked = local_size
-                if asked is None and bound.required:
-                    asked = _required_local(bound.required, len(gsize))
-                lsize = None if asked is None else _check_local(bound, gsize, asked)
+                lsize = _local_for(bound, gsize, local_size)
                 if type(global_size) in _IMMUTABLE_SIZES and (
                         local_size is None or type(local_size) in _IMMUTABLE_SIZES):
                     bound.sizes = (global_size, local_size, gsize, lsize)
@@ -471,6 +470,14 @@ def _sizes(value, what: str, kernel: str) -> tuple:
         raise ArgumentValueError(f"kernel {kernel}: {what} must be a non-negative int or a tuple "
                                  f"of 1 to 3 of them, got {value!r}")
     return tuple(int(s) for s in sizes)
+
+
+def _local_for(bound: _Bound, gsize: tuple, local_size) -> tuple | None:
+    """The checked local size of a launch: ``local_size``, else the kernel's required one, else
+    None (the driver's choice)."""
+    if local_size is None and bound.required:
+        local_size = _required_local(bound.required, len(gsize))
+    return None if local_size is None else _check_local(bound, gsize, local_size)
 
 
 def _required_local(required: tuple, dims: int) -> tuple:

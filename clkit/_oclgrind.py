@@ -27,6 +27,7 @@ import atexit
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,20 @@ _LIBRARY_DIRS = ("/usr/lib/oclgrind", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aar
                  "/opt/homebrew/lib", "/opt/oclgrind/lib")
 INSTALL_HINT = ("install Oclgrind (Debian/Ubuntu: sudo apt-get install oclgrind; others: "
                 "https://github.com/jrprice/Oclgrind/releases)")
+
+
+#: How a process in debug mode begins the line it writes for each kernel it runs elsewhere.
+NOT_CHECKED = "clkit: not checked by Oclgrind: "
+_not_checked: set = set()
+
+
+def not_checked(kernel: str, device) -> None:
+    """Say once on stderr that ``kernel`` runs on ``device``, where nothing checks it (a script
+    run by ``clkit check`` that passes ``device=`` of its own; the command counts these)."""
+    if (kernel, device.id) not in _not_checked:
+        _not_checked.add((kernel, device.id))
+        sys.stderr.write(f"{NOT_CHECKED}kernel {kernel} runs on {device}\n")
+        sys.stderr.flush()
 
 
 def debug_mode(env=None) -> str | None:

@@ -92,8 +92,7 @@ class Prepared:
             return False
         name = self.name
         gsize = _launch._sizes(self.sizes["global_size"], "global_size", name)
-        local = self.sizes["local_size"]
-        lsize = None if local is None else _launch._check_local(bound, gsize, local)
+        lsize = _launch._local_for(bound, gsize, self.sizes["local_size"])
         knl = cl.Kernel(self.program.build(self.rt.device).program, name)
         dtypes = []
         for (i, how, what, pack, _), arg in zip(bound.plan, self.args):

@@ -48,7 +48,11 @@ class Check(Command):
         env = child_environment(args.device)
         err = sys.stderr
 
+        elsewhere = []
+
         def echo(line):
+            if line.startswith(_oclgrind.NOT_CHECKED):
+                elsewhere.append(line[len(_oclgrind.NOT_CHECKED):])
             err.write(line + "\n")
             err.flush()
 
@@ -69,13 +73,18 @@ class Check(Command):
         finally:
             _oclgrind.cleanup()
         diagnostics = found.diagnostics
+        unchecked = ""
+        if elsewhere:  # the script chose other devices with device=
+            unchecked = (f"; {len(elsewhere)} kernel{'s' if len(elsewhere) > 1 else ''} ran on "
+                         f"{'other devices' if len(elsewhere) > 1 else 'another device'}, "
+                         "not checked (see above)")
         if diagnostics:
             kernels = sorted({d.kernel for d in diagnostics if d.kernel})
             where = f" in kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)}" \
                 if kernels else ""
             print(f"clkit check: {_oclgrind.summary(diagnostics, limit=0).splitlines()[0]}"
-                  f"{where} (script exit status {status})", file=err)
+                  f"{where} (script exit status {status}){unchecked}", file=err)
             return 1
-        print(f"clkit check: no Oclgrind diagnostics in {script} (script exit status {status})",
-              file=err)
+        print(f"clkit check: no Oclgrind diagnostics in {script} (script exit status {status})"
+              f"{unchecked}", file=err)
         return status

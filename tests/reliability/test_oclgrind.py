@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import _oclgrind_cases as cases
+import clkit
 from clkit import _oclgrind
 
 REPO = Path(__file__).resolve().parents[2]
@@ -245,6 +246,27 @@ def test_clkit_check_passes_a_clean_script(simulator, tmp_path):
     assert proc.stdout.splitlines()[1:] == ["(3, 4)", "(15, 3)"], proc.stdout
     assert proc.stderr.strip() == f"clkit check: no Oclgrind diagnostics in {script} (script " \
                                   "exit status 0)", proc.stderr
+
+
+def test_clkit_check_says_which_kernels_it_did_not_check(simulator, tmp_path):
+    # A kernel the script sends to another device with device= runs there, unchecked: an
+    # out-of-bounds write on a CPU driver must not pass for a clean run.
+    others = [d for d in clkit.devices() if not d.simulator]
+    if not others:
+        pytest.skip("needs a device beside the simulator")
+    script = tmp_path / "elsewhere.py"
+    script.write_text(
+        "import numpy as np, clkit\n"
+        "prg = clkit.Program.from_source('__kernel void twice(__global float* x) "
+        "{ x[get_global_id(0)] *= 2; }', device='cpu')\n"
+        "x = np.ones(4, np.float32)\nprg.twice(x)\nprg.twice(x)\nprint(x.sum())\n")
+    proc = clkit_command("check", script, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "16.0", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr  # one line for the kernel (called twice), the summary
+    assert lines[0].startswith("clkit: not checked by Oclgrind: kernel twice runs on ")
+    assert lines[1].endswith("(script exit status 0); 1 kernel ran on another device, not "
+                             "checked (see above)"), lines[1]
 
 
 def test_clkit_check_keeps_the_scripts_exit_status(simulator, tmp_path):
