@@ -118,9 +118,12 @@ def _pointer_converter(bound, p):
 
     def check_dtype(arr_dtype, what):
         if dtype is not None and arr_dtype != dtype:
+            # records of the element type (pyopencl's cltypes.float4 ...) are a view away
+            fields = (arr_dtype.fields or {}).values()
+            change = "view" if fields and all(f[0] == dtype for f in fields) else "astype"
             raise ArgumentTypeError(
                 f"{bound.where(p)}: got a {what} of dtype {arr_dtype}; pass dtype {dtype} "
-                f"(e.g. x.astype(np.{dtype.name}))")
+                f"(e.g. x.{change}(np.{dtype.name}))")
 
     def count(size, launch):
         if size % stride:

@@ -565,3 +565,14 @@ def test_more_work_items_than_size_t_counts_are_refused(device, global_size):
     prg = clkit.Program.from_source("__kernel void f(__global int* x) { }", device=device)
     with pytest.raises(clkit.ArgumentValueError, match="work-items, more than .* counts"):
         prg.f(np.zeros(4, np.int32), global_size=global_size)
+
+
+def test_records_of_the_element_type_are_told_to_take_a_view(device):
+    import pyopencl.cltypes as cltypes
+    prg = clkit.Program.from_source(
+        "__kernel void twice(__global float4* x) { x[get_global_id(0)] *= 2; }", device=device)
+    points = np.ones(3, cltypes.float4)
+    with pytest.raises(clkit.ArgumentTypeError, match=r"x\.view\(np\.float32\)"):
+        prg.twice(points)
+    prg.twice(points.view(np.float32))  # as the message says
+    np.testing.assert_array_equal(points.view(np.float32), 2)
