@@ -55,7 +55,8 @@ COMMANDS = {
                                       "timeline (-o) or draw it (--plot)"),
 }
 
-DEVICE_HELP = "device spec: P:D, gpu, cpu, gpu:1, a name such as pocl or nvidia"
+DEVICE_HELP = ("device spec: P:D, gpu, cpu, gpu:1, a name such as pocl or nvidia; the image "
+               "commands also take 'all' or specs separated by commas")
 
 
 def create_command(name: str) -> Command:

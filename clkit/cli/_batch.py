@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import _imageio
 from .._errors import ArgumentTypeError, ArgumentValueError
+from .._devices import select, select_many
 from .._map import map as clkit_map
 from ._command import UsageError
 
@@ -113,22 +114,33 @@ def jobs(src, dst, out_suffix=None) -> tuple[list, Path | None]:
     return [(src, dst)], None
 
 
-def for_each_file(args, process, *, device=None, out_suffix=None, unit="image") -> None:
-    """Run ``process(src, dst)`` for ``args.input`` or every image of that folder.
+def devices_of(spec) -> list:
+    """The devices ``--device`` names: one spec, ``all`` (every device but the simulator) or
+    specs separated by commas."""
+    if spec is not None and (spec.strip().lower() == "all" or "," in spec):
+        return select_many("all" if spec.strip().lower() == "all" else
+                           [s for s in spec.split(",") if s.strip()])
+    return [select(spec)]
+
+
+def for_each_file(args, process, devices: list, *, out_suffix=None, unit="image") -> None:
+    """Run ``process(src, dst, device)`` for ``args.input`` or every image of that folder.
 
     ``process`` returns a short description of what it wrote.  A folder's
-    files go through :func:`clkit.map` on ``device``, several at once, so
-    that one file's reading, transfers and kernels overlap another's.  In a
-    batch, a file that fails with one of :data:`FILE_ERRORS` (bad contents,
-    an unwritable output) is reported at the end and the rest go on; any
-    other error (the device, the kernel build) stops the batch at once.
+    files go through :func:`clkit.map` on ``devices``, several at once, so
+    that one file's reading, transfers and kernels overlap another's, and
+    each file runs on one device (``device``); a single file is spread over
+    all of them (``device`` a list, when there are several).  In a batch, a
+    file that fails with one of :data:`FILE_ERRORS` (bad contents, an
+    unwritable output) is reported at the end and the rest go on; any other
+    error (the device, the kernel build) stops the batch at once.
     """
     pairs, folder = jobs(args.input, args.output, out_suffix)
     started = time.perf_counter()
     if folder is None:
         src, dst = pairs[0]
         try:
-            what = process(src, dst)
+            what = process(src, dst, devices if len(devices) > 1 else devices[0])
         except FILE_ERRORS as exc:
             raise UsageError(file_error(src, dst, exc)) from None
         print(f"wrote {dst}{what}")
@@ -137,17 +149,17 @@ def for_each_file(args, process, *, device=None, out_suffix=None, unit="image") 
     failures = []
 
     def attempt(pair, device):
-        # The lane's device is the command's own: clkit.map passes it on so that this file's
-        # transfers and kernels go to the lane's queue, overlapping the other files'.
+        # clkit.map passes the lane's device on, and its queue is the lane's while this runs,
+        # so this file's transfers and kernels overlap the other files'.
         src, dst = pair
         try:
-            process(src, dst)
+            process(src, dst, device)
         except FILE_ERRORS as exc:
             return file_error(src, dst, exc)
         return None
 
     try:
-        for (src, _), failure in zip(pairs, clkit_map(attempt, pairs, device=device)):
+        for (src, _), failure in zip(pairs, clkit_map(attempt, pairs, device=devices)):
             if failure is not None:
                 failures.append((src, failure))
             progress.step(src.name)

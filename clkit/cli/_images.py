@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import _imageio, kernels
-from .._devices import select
 from . import _types
-from ._batch import for_each_file
+from ._batch import devices_of, for_each_file
 from ._command import Command
 
 MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
@@ -85,14 +84,15 @@ class ImageCommand(Command):
         return self.prepare(image, fp64), bits_of(image)
 
     def run(self, args):
-        device = select(args.device)
+        devices = devices_of(args.device)
+        fp64 = all(d.fp64 for d in devices)
 
-        def process(src, dst):
-            image, bits = self.read(src, device.fp64)
+        def process(src, dst, device):
+            image, bits = self.read(src, fp64)
             result = self.compute(image, args, kernels, device=device)
             return describe(result, _imageio.write_image(dst, result, bits=bits))
 
-        for_each_file(args, process, device=device)
+        for_each_file(args, process, devices)
 
 
 class FilterCommand(ImageCommand):

@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import _imageio, kernels
-from .._devices import select
 from .._errors import ArgumentValueError
 from . import _types
-from ._batch import for_each_file
+from ._batch import devices_of, for_each_file
 from ._command import Command, UsageError
 from ._images import add_io
 
@@ -94,13 +93,13 @@ class Points(Command):
                             "pixel")
 
     def run(self, args):
-        device = select(args.device)
+        devices = devices_of(args.device)
         out = Path(args.output)
         batch = Path(args.input).is_dir()
         if not batch and not out.is_dir() and out.suffix.lower() != ".ply":
             raise UsageError(f"{out}: the point cloud is written as PLY; name it .ply")
 
-        def process(src, dst):
+        def process(src, dst, device):
             depth = read_depth(src)
             rgb_path = find_rgb(args.rgb, src, batch)
             rgb = None if rgb_path is None else read_rgb(rgb_path, depth, src)
@@ -113,4 +112,4 @@ class Points(Command):
                 return " (0 points: every pixel's depth is 0 or not finite)"
             return f" ({len(points):,} points{', with colours' if rgb is not None else ''})"
 
-        for_each_file(args, process, device=device, out_suffix=".ply", unit="point cloud")
+        for_each_file(args, process, devices, out_suffix=".ply", unit="point cloud")

@@ -347,14 +347,14 @@ def test_a_folder_runs_its_files_through_clkit_map(tmp_path, monkeypatch):
         np.save(src / f"{i}.npy", np.zeros((2, 2), np.float32))
     threads, done = set(), []
 
-    def process(path, dst):
+    def process(path, dst, device):
         threads.add(threading.current_thread().name)
         done.append(path.name)
         dst.write_bytes(b"x")
         return ""
 
     args = SimpleNamespace(input=str(src), output=str(tmp_path / "out"), command="test")
-    _batch.for_each_file(args, process, device="cpu")
+    _batch.for_each_file(args, process, _batch.devices_of("cpu"))
     assert sorted(done) == [f"{i}.npy" for i in range(6)]
     assert all(name.startswith("clkit-map") for name in threads)
     assert len(list((tmp_path / "out").iterdir())) == 6
@@ -493,6 +493,39 @@ def test_device_option(tmp_path, rgb, monkeypatch, capsys):
         assert used and all(d == device.cl_device for d in used), (device, used)
         np.testing.assert_array_equal(read(tmp_path / "out.png"),
                                       cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_device_option_takes_several_devices(tmp_path, rng, monkeypatch, capsys):
+    # A comma-separated list (or "all"): a folder's files are shared out among the devices, a
+    # single file is cut into bands across them; the results are the same.
+    import clkit as ck
+    from clkit import _launch
+    from clkit.cli import main
+    used = set()
+    enqueue = _launch._enqueue
+
+    def spy(queue, *args, **kwargs):
+        if threading.current_thread().name != "clkit-builds":
+            used.add(queue.device.int_ptr)
+        return enqueue(queue, *args, **kwargs)
+
+    monkeypatch.setattr(_launch, "_enqueue", spy)
+    devices = ck.devices()
+    spec = ",".join(d.id for d in devices)
+    (tmp_path / "in").mkdir()
+    images = [rng.integers(0, 256, (9 + i, 13, 3), dtype=np.uint8) for i in range(2 * len(devices))]
+    for i, image in enumerate(images):
+        save(tmp_path / "in" / f"{i}.png", image)
+    assert main(["gray", str(tmp_path / "in"), str(tmp_path / "out"), "--device", spec]) == 0
+    assert used == {d.cl_device.int_ptr for d in devices}
+    for i, image in enumerate(images):
+        np.testing.assert_array_equal(read(tmp_path / "out" / f"{i}.png"),
+                                      cv2.cvtColor(image, cv2.COLOR_RGB2GRAY))
+    assert main(["gray", str(tmp_path / "in" / "0.png"), str(tmp_path / "one.png"),
+                 "--device", spec]) == 0
+    np.testing.assert_array_equal(read(tmp_path / "one.png"),
+                                  cv2.cvtColor(images[0], cv2.COLOR_RGB2GRAY))
     assert "wrote" in capsys.readouterr().out
 
 
