@@ -77,8 +77,8 @@ def converter(bound, p: Param):
 
 
 def _record_converter(bound, p):
-    """A value of a type clkit cannot read from its name (a typedef, a struct): the bytes of a
-    numpy scalar or record, which the driver checks against the parameter's size."""
+    """A value of a type clkit cannot read from its name (a struct, a typedef of one): the bytes
+    of a numpy scalar or record, of the parameter's size (some drivers check it, PoCL not)."""
     def convert(value, launch):
         if isinstance(value, np.ndarray) and value.ndim == 0:
             value = value[()]

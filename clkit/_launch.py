@@ -185,11 +185,11 @@ class _Bound:
         required = tuple(self.knl.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, cl_device))
         self.required = required if any(required) else None
         self.max_items = 2 ** cl_device.address_bits  # what the device's size_t counts
+        if not rt.device.simulator and _oclgrind.debug_mode() == "oclgrind":
+            _oclgrind.not_checked(name, rt.device)
         # __local arguments share what the kernel's own __local variables leave (asked before
         # any argument is set, the driver reports those alone); a driver may abort rather than
         # refuse a launch that asks for more.
-        if not rt.device.simulator and _oclgrind.debug_mode() == "oclgrind":
-            _oclgrind.not_checked(name, rt.device)
         self.local_args = [i for i, p in enumerate(self.params) if p.address == "local"]
         if self.local_args:
             self.local_room = rt.device.local_mem - self.knl.get_work_group_info(
