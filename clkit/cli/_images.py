@@ -104,6 +104,8 @@ class FilterCommand(ImageCommand):
     def prepare(self, image, fp64):
         if image.dtype.itemsize == 8 and image.dtype.kind in "iu":
             return image.astype(np.float32)  # numpy's default integers, e.g. from np.arange
+        if image.dtype == np.float16:
+            return image.astype(np.float32)  # as gray takes it: the result is float32 anyway
         if image.dtype == np.float64 and not fp64:
             return image.astype(np.float32)  # this device has no double precision
         return image

@@ -142,6 +142,16 @@ def test_convolve_gaussian_mask_equals_gaussian_filter(tmp_path, rng):
     assert np.allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-5, atol=1e-3)
 
 
+def test_blur_of_a_float16_npy(tmp_path, rng):
+    image = (rng.random((11, 14)) * 100).astype(np.float16)  # as gray takes it
+    np.save(tmp_path / "in.npy", image)
+    ok(clkit("blur", tmp_path / "in.npy", tmp_path / "out.npy", "--sigma", "1.5"))
+    out = np.load(tmp_path / "out.npy")
+    assert out.dtype == np.float32
+    expected = scipy_ndimage.gaussian_filter(image.astype(np.float64), 1.5)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+
+
 def test_convolve_rgb_png_with_mask_file_constant_mode(tmp_path, rgb, rng):
     mask = rng.standard_normal((2, 4)) / 4  # even sizes, asymmetric
     np.save(tmp_path / "mask.npy", mask)
