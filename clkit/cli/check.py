@@ -44,7 +44,7 @@ class Check(Command):
                     "Oclgrind runs kernels about 1000 times slower than a CPU: use small inputs.")
 
     def run(self, args):
-        script = script_to_run(args)
+        script, script_args = script_to_run(args)
         env = child_environment(args.device)
         err = sys.stderr
 
@@ -62,7 +62,7 @@ class Check(Command):
 
         found = _oclgrind.DiagnosticFilter(echo, show)
         try:
-            proc = subprocess.Popen([sys.executable, str(script), *args.args], env=env,
+            proc = subprocess.Popen([sys.executable, str(script), *script_args], env=env,
                                     stderr=subprocess.PIPE)
             try:
                 for raw in proc.stderr:

@@ -50,12 +50,12 @@ def run_script(script: Path, argv: list, trace: Trace) -> int:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def _take_own_options(args) -> list:
-    """The script's arguments; ``-o``, ``--plot`` and ``--limit`` among them are clkit's.
+def _take_own_options(args, rest: list) -> list:
+    """The script's arguments of ``rest``; ``-o``, ``--plot`` and ``--limit`` among them are
+    clkit's (set on ``args``).
 
     After ``--`` every argument is the script's (for a script with options of the same names).
     """
-    rest = list(args.args)
     after = []
     if "--" in rest:
         cut = rest.index("--")
@@ -96,8 +96,9 @@ class TraceScript(Command):
                     "a.set()) are not clkit's and are not recorded.")
 
     def run(self, args):
-        script = script_to_run(args)
-        script_args = _take_own_options(args)
+        script, script_args = script_to_run(args)
+        if args.script_and_args[:1] != ["--"]:  # (after a -- before the script: all the script's)
+            script_args = _take_own_options(args, script_args)
         if args.output:
             output_folder(args.output, "-o")
         if args.plot:

@@ -345,6 +345,15 @@ def test_clkit_trace_keeps_the_scripts_arguments_and_status(tmp_path):
     assert proc.stdout.strip() == "args ['a', 'b', '-o', 'c'] __main__"
     assert any(" vector_add " in line for line in proc.stderr.splitlines())
     assert out.is_file()
+    # a -- right after the script, or before it: everything after it is the script's
+    for args in ([script, "--", "-o", "x.json"], ["--", script, "-o", "x.json"]):
+        proc = clkit_trace(*args, cwd=tmp_path)
+        assert proc.stdout.strip() == "args ['-o', 'x.json'] __main__", (args, proc.stderr)
+        assert not (tmp_path / "x.json").exists()
+    proc = clkit_trace(cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip() == "clkit: error: give the Python " \
+                                                           "script to run: clkit trace " \
+                                                           "SCRIPT.py [ARGS...]"
     proc = clkit_trace(script, "--fail", cwd=tmp_path)
     assert proc.returncode == 1
     assert "RuntimeError: the script failed" in proc.stderr
