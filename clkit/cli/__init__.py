@@ -153,6 +153,10 @@ def _main(argv: list) -> int:
     except (UsageError, ClkitError, OSError) as exc:
         print(f"clkit: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # the host's memory: an input or --size too large for it
+        print(f"clkit: error: not enough memory on the host ({_one_line(exc)}); use smaller "
+              "inputs or sizes", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, _Terminated)
         print(f"clkit: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)

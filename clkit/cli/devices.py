@@ -22,11 +22,11 @@ class Devices(Command):
         if args.json:
             print(json.dumps([d.as_dict() for d in found], indent=2))
             return
-        default = None
+        default = unmatched = None
         try:
             default = select(args.device)
-        except ClkitError:
-            pass
+        except ClkitError as exc:  # shown under the table, which is what one looks at to fix it
+            unmatched = exc
         rows = [("id", "type", "name", "platform", "version", "CUs", "memory", "max alloc")]
         for d in found:
             mark = "*" if d == default else " "
@@ -39,3 +39,5 @@ class Devices(Command):
         if default is not None:
             print("\n* the default device; CLKIT_DEVICE=<id, type or name> picks another, "
                   "CLKIT_VISIBLE_DEVICES=<id,...> hides the rest")
+        elif unmatched is not None:
+            print(f"\nno default device: {str(unmatched).split('; the visible devices')[0]}")

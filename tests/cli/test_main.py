@@ -63,6 +63,17 @@ def test_bad_input_is_still_status_2(tmp_path, capsys):
     assert not (tmp_path / "out.png").exists()
 
 
+def test_running_out_of_host_memory_is_status_2(monkeypatch, capsys):
+    # e.g. clkit bench --size 100000x100000: a size too large for the host, not a bug
+    def too_large(self, args):
+        raise MemoryError("Unable to allocate 27.9 GiB")
+    monkeypatch.setattr(Hello, "run", too_large)
+    assert clkit.cli.main(["hello"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "clkit: error: not enough memory on the host (Unable to allocate 27.9 GiB); use smaller "
+        "inputs or sizes"]
+
+
 def test_console_script_entry_point_is_main():
     text = (REPO / "setup.cfg").read_text()
     assert "clkit = clkit.cli:main" in text

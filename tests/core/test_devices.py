@@ -215,6 +215,10 @@ def test_devices_command_lists_every_device():
     listed = json.loads(run.stdout)
     assert [r["id"] for r in listed] == [d.id for d in clkit.devices()]
     assert all(r["max_alloc"] > 0 for r in listed)
+    run = run_clkit("devices", env={"CLKIT_DEVICE": "no-such-device"})
+    assert run.returncode == 0 and "*" not in run.stdout, run.stdout
+    assert run.stdout.splitlines()[-1] == ("no default device: no OpenCL device matches "
+                                           "CLKIT_DEVICE 'no-such-device'")
 
 
 def test_info_command(device):
