@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import clkit
-from clkit.kernels import _bands, convolve, grayscale
+from clkit.kernels import convolve, grayscale
 
 devices = [d for d in clkit.devices() if not d.simulator]
 print("devices used by device='all':")
@@ -46,8 +46,6 @@ assert np.array_equal(one, many) if same_kind else np.allclose(one, many, rtol=2
 rgb = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
 assert np.array_equal(grayscale(rgb, device="all"), grayscale(rgb))
 
-speeds = {d.id: rows for (key, d), rows in _bands._speeds.items() if key[0] == "convolve"}
-print("measured speeds (rows per second):", {k: f"{v:,.0f}" for k, v in speeds.items()})
 print(f"7x7 convolution of 3840x2160: one device {t_one * 1e3:.1f} ms, "
       f"{len(devices)} device(s) {t_many * 1e3:.1f} ms; results "
       f"{'identical' if same_kind else 'equal to float32 rounding'}")

@@ -14,7 +14,10 @@ Only the root gets the result; the other ranks get None.
 """
 
 import numpy as np
-from mpi4py import MPI
+try:
+    from mpi4py import MPI
+except ImportError:
+    raise SystemExit("this tutorial needs mpi4py and an MPI library: pip install 'clkit[mpi]'")
 
 import clkit.mpi
 from clkit.kernels import gaussian_blur
