@@ -74,7 +74,7 @@ def add_command(sub, name: str, common=None) -> argparse.ArgumentParser:
         common(p)
     command = create_command(name)
     command.arguments(p)
-    p.set_defaults(command_object=command)
+    p.set_defaults(command_object=command, command_parser=p)
     return p
 
 
@@ -142,7 +142,10 @@ def _main(argv: list) -> int:
     debug = "--debug" in argv or bool(os.environ.get("CLKIT_DEBUG", "").strip())
     try:
         parser = build_parser(argv)
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # told by the command's parser, whose --help lists what it takes
+            getattr(args, "command_parser", parser).error(
+                f"unrecognized arguments: {' '.join(extra)}")
         if args.command is None:
             parser.print_help()
             return 2

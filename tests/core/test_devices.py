@@ -261,3 +261,4 @@ def test_usage_mistake_is_one_line():
     run = run_clkit("devices", "--no-such-flag")
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("clkit: error:")
+    assert run.stderr.rstrip().endswith("(see `clkit devices --help`)")  # the command's options
