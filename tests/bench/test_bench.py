@@ -38,7 +38,7 @@ def test_small_run_prints_every_case(small_run):
                   "convolve 9x9 float32 640x360", "gaussian_blur sigma 2",
                   "gaussian_blur sigma 10 (81 taps)",
                   "vector_add float32 1,048,576 elements", "mandelbrot 480x270",
-                  "depth_to_points uint16 640x360", "transfers of 4 MiB"):
+                  "depth_to_points uint16 640x360", "transfers of 4.00 MiB"):
         assert title in text
     assert "serial Python (1)" in text and "scaled" in text
     assert "clkit kernel 1:0" in text or "clkit kernel" in text

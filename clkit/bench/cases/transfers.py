@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ..._array import empty
+from ..._array import _size, empty
 from ..._transfer import to_device
 from ..._runtime import runtime
 from .._case import Case, register
@@ -33,7 +33,7 @@ class TransfersCase(Case):
     def __init__(self, sizes):
         super().__init__(sizes)
         self.count = sizes.vector
-        self.title = f"transfers of {self.count * 4 / 2**20:,.0f} MiB (float32 x {self.count:,})"
+        self.title = f"transfers of {_size(self.count * 4)} (float32 x {self.count:,})"
 
     def _inputs(self, rng):
         return {"host": rng.random(self.count, dtype=np.float32)}
