@@ -25,7 +25,7 @@ import pyopencl as cl
 
 from . import _cache, _oclgrind
 from ._devices import Device
-from ._errors import BuildError
+from ._errors import BuildError, caller_outside_clkit
 from ._runtime import on_loss, runtime, simulator_in_use
 from ._signature import from_arg_info, query_arg_info, typedefs
 from ._source import Source, library_dir
@@ -162,7 +162,7 @@ def _compile(source: Source, options: tuple, rt) -> Built:
         # The library's logs are the compiler declining to unroll the loops of large masks.
         warnings.warn(f"{source.origin} built for {device} with compiler messages:\n"
                       f"{_mapped(source, messages)[0]}", cl.CompilerWarning,
-                      stacklevel=_caller_outside_clkit())
+                      stacklevel=caller_outside_clkit())
     # NVIDIA's OpenCL crashes pyopencl when asked for the names of a program without kernels.
     names = (prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
              if prg.get_info(cl.program_info.NUM_KERNELS) else [])
@@ -192,9 +192,12 @@ def _source_build(prg, opts: str, device: Device, library: bool, held: list) -> 
         prg._build(options=opts.encode(), devices=[device.cl_device])
 
 
-# What PoCL writes to build a program, from its cache or anew, stays well under this: the
-# preprocessed source (tens of kB), the program's LLVM bitcode and kernels (hundreds of kB).
-_ROOM_TO_BUILD = 1 << 20
+# The largest file PoCL writes to build a program, from its cache or anew, stays well under
+# this: the preprocessed source (tens of kB), the program's LLVM bitcode and kernels (hundreds
+# of kB).  The free space it needs is more, with its temporary files: with 1.1 MB free, a build
+# of the convolution program ended the process (status 1, nothing said).
+_LARGEST_FILE = 1 << 20
+_ROOM_TO_BUILD = 16 << 20
 
 
 def _check_room_to_build(source: Source, options: tuple, device: Device) -> None:
@@ -206,24 +209,25 @@ def _check_room_to_build(source: Source, options: tuple, device: Device) -> None
     """
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     why = None
-    if limit != resource.RLIM_INFINITY and limit < _ROOM_TO_BUILD:
+    if limit != resource.RLIM_INFINITY and limit < _LARGEST_FILE:
         why = f"this process may write files of at most {limit} bytes (RLIMIT_FSIZE)"
     else:
-        folder = Path(os.environ.get("POCL_CACHE_DIR") or
-                      Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pocl")
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        try:
+        folder = Path(os.environ.get("POCL_CACHE_DIR") or _cache.cache_home() / "pocl")
+        try:  # made again if it went (a cleaner of old files): PoCL only makes it as it loads
+            folder.mkdir(parents=True, exist_ok=True)
             stat = os.statvfs(folder)
-        except OSError:
-            return
-        free = stat.f_bavail * stat.f_frsize
-        if free < _ROOM_TO_BUILD:
-            why = f"the disk of PoCL's cache folder {folder} has {free} bytes free"
+        except OSError as exc:
+            stat, why = None, f"its cache folder {folder} cannot be made ({exc.strerror})"
+        if stat is not None and not os.access(folder, os.W_OK | os.X_OK):
+            why = f"its cache folder {folder} cannot be written"
+        elif stat is not None and stat.f_bavail * stat.f_frsize < _ROOM_TO_BUILD:
+            why = (f"the disk of PoCL's cache folder {folder} has "
+                   f"{stat.f_bavail * stat.f_frsize} bytes free")
     if why is not None:
         raise BuildError(f"cannot build {source.origin} for {device}: PoCL writes files into "
-                         f"its cache folder to build a program, and {why}", file=source.origin,
-                         device=device, options=options, log="")
+                         f"its cache folder to build a program, and {why}; set POCL_CACHE_DIR "
+                         "to a folder with room", file=source.origin, device=device,
+                         options=options, log="")
 
 
 def _driver_keeps_builds(device: Device) -> bool:
@@ -307,15 +311,6 @@ def _log(prg, device) -> str:
         return (prg.get_build_info(device.cl_device, cl.program_build_info.LOG) or "").strip()
     except cl.Error:
         return ""
-
-
-def _caller_outside_clkit() -> int:
-    """The ``stacklevel`` that points a warning at the first caller outside the package."""
-    package = str(Path(__file__).parent)
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _in_library(source: Source) -> bool:

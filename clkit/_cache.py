@@ -10,7 +10,10 @@ entry that fails its checksum or that the driver refuses is rebuilt and
 overwritten.
 
 ``CLKIT_CACHE_DIR`` moves the cache (default ``$XDG_CACHE_HOME/clkit`` or
-``~/.cache/clkit``); ``CLKIT_CACHE=0`` turns it off.
+``~/.cache/clkit``); ``CLKIT_CACHE=0`` turns it off.  Where the user's cache
+folder cannot be written (a read-only home, ``HOME=/nonexistent`` in a
+container), :func:`make_cache_home_usable` moves it, for the process, to the
+temp folder, with a warning.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import hashlib
 import json
 import os
 import struct
+import tempfile
 import warnings
 from pathlib import Path
 
+from ._errors import caller_outside_clkit
 from ._files import atomic_write
 
 _MAGIC = b"CLKITBIN"
@@ -36,8 +41,46 @@ def cache_dir() -> Path | None:
     configured = os.environ.get("CLKIT_CACHE_DIR")
     if configured:
         return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "clkit"
+    return cache_home() / "clkit"
+
+
+def cache_home() -> Path:
+    """The user's cache folder, as PoCL, pyopencl and clkit find it: ``$XDG_CACHE_HOME``, else
+    ``~/.cache``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def make_cache_home_usable() -> None:
+    """Before the drivers load: where the user's cache folder cannot be written, point
+    ``XDG_CACHE_HOME`` at a folder of this user's in the temp folder, and warn.
+
+    PoCL then reports no device at all (it cannot make its cache folder), and pyopencl fails
+    every kernel it is asked for.  A folder that does not exist yet counts as usable when its
+    parent is a writable folder; a missing home folder is not made.
+    """
+    try:
+        home = cache_home()
+    except RuntimeError:  # no HOME, and no entry in the password database
+        home = None
+    if home is not None and _usable(home):
+        return
+    fallback = Path(tempfile.gettempdir()) / f"clkit-cache-{getattr(os, 'getuid', lambda: 0)()}"
+    try:
+        fallback.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return
+    if _usable(fallback):
+        os.environ["XDG_CACHE_HOME"] = str(fallback)
+        warnings.warn(f"clkit: the cache folder {home} cannot be written; PoCL, pyopencl and "
+                      f"clkit keep their caches in {fallback} in this process (set "
+                      "XDG_CACHE_HOME to a writable folder to choose)", RuntimeWarning,
+                      stacklevel=caller_outside_clkit())
+
+
+def _usable(folder: Path) -> bool:
+    if folder.is_dir():
+        return os.access(folder, os.W_OK | os.X_OK)
+    return folder.parent.is_dir() and os.access(folder.parent, os.W_OK | os.X_OK)
 
 
 def key(source_text: str, options: tuple, device) -> str:
@@ -59,8 +102,11 @@ def load(entry_key: str) -> tuple[bytes, dict] | None:
     folder = cache_dir()
     if folder is None:
         return None
+    path = folder / f"{entry_key}.bin"
     try:
-        data = (folder / f"{entry_key}.bin").read_bytes()
+        if not path.is_file():  # (nothing else: reading a pipe of that name would wait forever)
+            return None
+        data = path.read_bytes()
     except OSError:
         return None
     try:

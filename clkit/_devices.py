@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyopencl as cl
 
-from . import _icd, _oclgrind
+from . import _cache, _icd, _oclgrind
 from ._errors import ArgumentTypeError, ClkitError, DeviceNotFoundError, NoOpenCLError
 
 TYPES = ("gpu", "cpu", "accelerator")
@@ -230,6 +230,7 @@ def all_devices() -> list[Device]:
         if _all is None:
             _opencl_pid = os.getpid()
             _oclgrind.apply_debug_environment()  # CLKIT_DEBUG=oclgrind: before drivers load
+            _cache.make_cache_home_usable()  # also before: PoCL makes its cache folder there
             try:
                 platforms = cl.get_platforms()
             except cl.Error as exc:

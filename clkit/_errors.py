@@ -26,6 +26,8 @@ process.
 from __future__ import annotations
 
 import pickle
+import sys
+from pathlib import Path
 
 
 class DeviceRef:
@@ -157,3 +159,12 @@ class ArgumentTypeError(ClkitError, TypeError):
 
 class ArgumentValueError(ClkitError, ValueError):
     """An argument has the right type but a wrong size, shape or value."""
+
+
+def caller_outside_clkit() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside the package."""
+    package = str(Path(__file__).parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

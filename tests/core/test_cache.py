@@ -102,3 +102,62 @@ def test_signature_survives_the_disk_cache(device, cache_dir):
     assert prg.build(device).origin == "disk"
     with pytest.raises(TypeError, match=r"parameter 'x' \(__global int\* x\)"):
         prg.add_k(np.zeros(3, np.float32), 1, device=device)
+
+
+def test_a_pipe_named_like_an_entry_is_not_read(device, cache_dir):
+    import os
+    clkit.Program.from_source(SRC).build(device)
+    (entry,) = entries(cache_dir)
+    entry.unlink()
+    os.mkfifo(entry)  # reading it would wait for a writer forever
+    assert _cache.load(entry.stem) is None
+    _build.forget()
+    run(clkit.Program.from_source(SRC), device)
+
+
+def test_a_home_that_cannot_hold_caches_moves_them_to_the_temp_folder(tmp_path):
+    # HOME=/nonexistent (a container's system user) or a read-only home: PoCL found no device
+    # and pyopencl failed every kernel; clkit made the missing home folder for its own cache.
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_CACHE_HOME", "CLKIT_CACHE_DIR", "POCL_CACHE_DIR")}
+    env.update(HOME=str(tmp_path / "no-such-home"), TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    script = ("import numpy as np, clkit\n"
+              "x = np.ones(5, np.int32)\n"
+              f"clkit.Program.from_source({SRC!r}).add_k(x, 2)\n"
+              "print(x.tolist())\n")
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[3, 3, 3, 3, 3]", proc.stderr
+    moved = tmp_path / "tmp" / f"clkit-cache-{os.getuid()}"
+    assert f"keep their caches in {moved}" in proc.stderr
+    assert (moved / "clkit").is_dir() and not (tmp_path / "no-such-home").exists()
+
+
+def test_pocl_s_cache_folder_is_made_again_when_it_went(device, tmp_path):
+    # A cleaner of old files (or rm -rf ~/.cache) under a long-lived process: PoCL's builds
+    # failed with "failed to build the program" and no log.
+    if device.platform != "Portable Computing Language":
+        pytest.skip("PoCL's own cache folder")
+    import os
+    import subprocess
+    import sys
+    folder = tmp_path / "pocl"
+    script = ("import shutil, sys, numpy as np, clkit\n"
+              f"dev = clkit.select({device.id!r})\n"
+              "def run(src):\n"
+              "    x = np.ones(4, np.int32)\n"
+              "    clkit.Program.from_source(src).add_k(x, 1, device=dev)\n"
+              "    return x.tolist()\n"
+              f"print(run({SRC!r}))\n"
+              "shutil.rmtree(sys.argv[1])\n"
+              f"print(run({SRC!r} + '// a new program'))\n")
+    env = {**os.environ, "POCL_CACHE_DIR": str(folder), "CLKIT_CACHE_DIR": str(tmp_path / "c")}
+    proc = subprocess.run([sys.executable, "-c", script, str(folder)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[2,", "2,", "2,", "2]"] * 2
+    assert folder.is_dir()
