@@ -82,7 +82,6 @@ def link(rt, nbytes, repeat):
 
     def alone(copy):
         copy().wait()
-        times = []
         return float(np.median([event_ms(copy()) for _ in range(repeat)]))
 
     up_ms = alone(lambda: cl.enqueue_copy(up_q, dev_up, host_up, is_blocking=False))

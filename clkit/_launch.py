@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 import struct
 import threading
 from weakref import ref as _weakref
@@ -24,12 +23,13 @@ import pyopencl.array as cl_array
 
 from . import _oclgrind, _trace, _transfer
 from ._array import _size
-from ._convert import STAGE, LocalMemory, converter, copy_back
+from ._convert import STAGE, converter, copy_back
 from ._devices import Device, check_process, select, setting
 from ._errors import ArgumentTypeError, ArgumentValueError
 from ._runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime, runtime_of_array,
                        runtime_of_queue)
 from ._signature import Param
+from ._work_sizes import check_local_memory, global_for, launch_error, local_for
 
 _Array = cl_array.Array
 _enqueue = cl.enqueue_nd_range_kernel  # the one place kernels are enqueued (Kernel.__call__)
@@ -314,7 +314,7 @@ class Kernel:
             raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context; "
                                      f"make it with clkit.runtime(device).new_queue()")
         if bound.local_args:
-            _check_local_memory(bound, args)
+            check_local_memory(bound, args)
         launch = Launch(self, rt, queue)
         if wait:
             launch._in_place = []
@@ -372,18 +372,13 @@ class Kernel:
                 gsize, lsize = last[2], last[3]
             else:
                 if global_size is not None:
-                    gsize = _sizes(global_size, "global_size", self.name)
-                    if math.prod(gsize) >= bound.max_items:
-                        raise ArgumentValueError(
-                            f"kernel {self.name}: global_size {gsize} is {math.prod(gsize):,} "
-                            f"work-items, more than {bound.device} counts (its size_t has "
-                            f"{bound.max_items.bit_length() - 1} bits)")
+                    gsize = global_for(bound, global_size)
                 elif count is not None:
                     gsize = (count,)
                 else:
                     raise ArgumentTypeError(f"kernel {self.name}: no array argument to take "
                                             "the global size from; pass global_size=")
-                lsize = _local_for(bound, gsize, local_size)
+                lsize = local_for(bound, gsize, local_size)
                 if type(global_size) in _IMMUTABLE_SIZES and (
                         local_size is None or type(local_size) in _IMMUTABLE_SIZES):
                     bound.sizes = (global_size, local_size, gsize, lsize)
@@ -392,7 +387,7 @@ class Kernel:
             try:
                 launch.event = launch._last = _enqueue(queue, knl, gsize, lsize)
             except cl.Error as exc:
-                raise _launch_error(exc, bound, gsize, lsize) from exc
+                raise launch_error(exc, bound, gsize, lsize) from exc
         launch._in_place = None
         if t0:
             _trace.kernel(t0, launch, queue, args)
@@ -400,7 +395,7 @@ class Kernel:
             try:
                 launch._last = copy_back(queue, launch._copies, t0) or launch._last
             except cl.Error as exc:
-                raise _launch_error(exc, bound, gsize, lsize) from exc
+                raise launch_error(exc, bound, gsize, lsize) from exc
         launch._pending = True
         collect = _recording.get()
         if collect is not None:
@@ -454,84 +449,3 @@ def _working(rt: Runtime, what: str = "the queue") -> Runtime:
         check_process()  # a forked child: say so rather than blame the context
         raise rt.gone(what)
     return rt
-
-
-def _sizes(value, what: str, kernel: str) -> tuple:
-    if isinstance(value, (int, np.integer)):
-        sizes = (value,)
-    else:
-        try:
-            sizes = tuple(value)
-        except TypeError:
-            sizes = ()
-    if not 1 <= len(sizes) <= 3 or not all(
-            isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
-            for s in sizes):
-        raise ArgumentValueError(f"kernel {kernel}: {what} must be a non-negative int or a tuple "
-                                 f"of 1 to 3 of them, got {value!r}")
-    return tuple(int(s) for s in sizes)
-
-
-def _local_for(bound: _Bound, gsize: tuple, local_size) -> tuple | None:
-    """The checked local size of a launch: ``local_size``, else the kernel's required one, else
-    None (the driver's choice)."""
-    if local_size is None and bound.required:
-        local_size = _required_local(bound.required, len(gsize))
-    return None if local_size is None else _check_local(bound, gsize, local_size)
-
-
-def _required_local(required: tuple, dims: int) -> tuple:
-    """A ``reqd_work_group_size`` as the local size of a launch of ``dims`` dimensions (all
-    three when a dimension beyond them is not 1, which the launch then refuses)."""
-    return required[:dims] if all(n == 1 for n in required[dims:]) else required
-
-
-def _check_local(bound: _Bound, gsize: tuple, local_size) -> tuple:
-    lsize = _sizes(local_size, "local_size", bound.name)
-    if bound.required and lsize != _required_local(bound.required, len(lsize)):
-        raise ArgumentValueError(f"kernel {bound.name}: its reqd_work_group_size "
-                                 f"{bound.required} is the only local_size it runs with; pass "
-                                 f"that, or none, not {lsize}")
-    if len(lsize) != len(gsize):
-        raise ArgumentValueError(f"kernel {bound.name}: local_size {lsize} and global_size "
-                                 f"{gsize} have different numbers of dimensions")
-    for dim, (g, l, most) in enumerate(zip(gsize, lsize, bound.device.max_work_item_sizes)):
-        if l == 0:
-            raise ArgumentValueError(f"kernel {bound.name}: local_size {lsize} has a 0 in "
-                                     f"dimension {dim}; every size must be at least 1")
-        if g % l:
-            up = -(-g // l) * l
-            raise ArgumentValueError(
-                f"kernel {bound.name}: global_size {g} is not a multiple of local_size {l} in "
-                f"dimension {dim}; round global_size up (to {up}) and skip the extra work-items "
-                "in the kernel")
-        if l > most:
-            raise ArgumentValueError(f"kernel {bound.name}: local_size {l} in dimension {dim} is "
-                                     f"over the device's limit {most} ({bound.device})")
-    if math.prod(lsize) > bound.max_group:
-        raise ArgumentValueError(
-            f"kernel {bound.name}: a work-group of {math.prod(lsize)} work-items is over this "
-            f"kernel's limit of {bound.max_group} on {bound.device}")
-    return lsize
-
-
-def _check_local_memory(bound: _Bound, args: tuple):
-    # Before any argument is set: PoCL aborts setting one beyond the device's local memory.
-    asked = sum(a.nbytes if isinstance(a, LocalMemory) else a.size
-                for a in (args[i] for i in bound.local_args)
-                if isinstance(a, (LocalMemory, cl.LocalMemory)))
-    if asked > bound.local_room:
-        raise ArgumentValueError(
-            f"kernel {bound.name}: its __local arguments ask for {_size(asked)} per work-group, "
-            f"and {bound.device} has {_size(max(bound.local_room, 0))} of local memory left for "
-            "them (beside the kernel's own __local variables); pass smaller LocalMemory sizes")
-
-
-def _launch_error(exc, bound: _Bound, gsize, lsize) -> Exception:
-    code = getattr(exc, "code", None)
-    if code in (cl.status_code.INVALID_WORK_GROUP_SIZE, cl.status_code.INVALID_WORK_ITEM_SIZE,
-                cl.status_code.INVALID_GLOBAL_WORK_SIZE):
-        return ArgumentValueError(f"kernel {bound.name} on {bound.device}: the driver refuses "
-                                  f"global_size {gsize} with local_size {lsize} ({exc})")
-    return driver_error(exc, bound.rt, f"kernel {bound.name}", kernel=bound.name,
-                        advice="use smaller inputs or fewer work-items per group")

@@ -22,6 +22,7 @@ import pyopencl.array as cl_array
 
 from . import _launch, _trace
 from ._runtime import Runtime
+from ._work_sizes import launch_error, local_for, sizes
 
 _Array = cl_array.Array
 _Buffer = cl.MemoryObjectHolder
@@ -73,7 +74,7 @@ class Prepared:
                     try:
                         return _launch._enqueue(queue, knl, gsize, lsize)
                     except cl.Error as exc:
-                        raise _launch._launch_error(exc, bound, gsize, lsize) from exc
+                        raise launch_error(exc, bound, gsize, lsize) from exc
         args = list(self.args)
         for i, b in zip(self.slots, buffers):
             args[i] = b
@@ -91,8 +92,8 @@ class Prepared:
         if bound is None or launch._copies:
             return False
         name = self.name
-        gsize = _launch._sizes(self.sizes["global_size"], "global_size", name)
-        lsize = _launch._local_for(bound, gsize, self.sizes["local_size"])
+        gsize = sizes(self.sizes["global_size"], "global_size", name)
+        lsize = local_for(bound, gsize, self.sizes["local_size"])
         knl = cl.Kernel(self.program.build(self.rt.device).program, name)
         dtypes = []
         for (i, how, what, pack, _), arg in zip(bound.plan, self.args):

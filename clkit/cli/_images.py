@@ -13,8 +13,6 @@ clkit.mpi`` across MPI ranks on one file.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from .. import _imageio, kernels

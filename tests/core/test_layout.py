@@ -25,7 +25,7 @@ LAYERS = [
     ("runtime", ["clkit._runtime", "clkit._trace", "clkit._trace_export"]),
     ("build/array", ["clkit._build", "clkit._helper", "clkit._tiers", "clkit._array",
                      "clkit._pinned", "clkit._transfer"]),
-    ("launch", ["clkit._launch", "clkit._convert", "clkit._prepared"]),
+    ("launch", ["clkit._launch", "clkit._convert", "clkit._prepared", "clkit._work_sizes"]),
     ("program", ["clkit._program", "clkit._map", "clkit"]),
     ("kernels library", ["clkit.kernels"]),
     ("cli/bench/mpi", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.__main__"]),

@@ -231,7 +231,7 @@ LAUNCH_MISTAKES = [
      r"memory left for them .*pass smaller LocalMemory sizes"),
     ("zero-local-size", lambda k, d: k.copy(np.zeros(4, np.float32), np.zeros(4, np.float32),
                                             local_size=0), ArgValue,
-     r"not a multiple of local_size 0"),
+     r"local_size \(0,\) has a 0 in dimension 0; every size must be at least 1"),
     ("local-size-of-other-rank", lambda k, d: k.copy(np.zeros(4, np.float32),
                                                      np.zeros(4, np.float32),
                                                      local_size=(2, 2)), ArgValue,
