@@ -119,9 +119,15 @@ class Launch:
 
     @property
     def done(self) -> bool:
-        """Whether the launch has finished (without waiting)."""
-        return not self._pending or \
-            self._last.command_execution_status == cl.command_execution_status.COMPLETE
+        """Whether the launch has finished, its numpy outputs written, without waiting for the
+        device: once its work there is over, what is left on the host (copies into numpy
+        arrays) is done now."""
+        if self._pending:
+            self._queue.flush()  # (a driver may not start what was enqueued until then)
+            if self._last.command_execution_status != cl.command_execution_status.COMPLETE:
+                return False
+        self.wait()
+        return True
 
     @property
     def kernel_ms(self) -> float:
@@ -135,7 +141,7 @@ class Launch:
         return self._ms
 
     def __repr__(self):
-        state = "running" if self._pending else f"{self.kernel_ms:.3f} ms"
+        state = f"{self.kernel_ms:.3f} ms" if self.done else "running"
         return f"<Launch {self.kernel} on {self.device.id}: {state}>"
 
 

@@ -205,6 +205,8 @@ class Trace:
     @property
     def wall_ns(self) -> int:
         """Host time from entering the block to leaving it (or to now, inside it)."""
+        if self._t_start is None:
+            raise ClkitError("this trace has not run: use it as `with clkit.trace() as t:`")
         stop = self._t_stop if self._t_stop is not None else clock()
         return stop - self._t_start
 
@@ -339,7 +341,8 @@ class Trace:
         _trace_export.plot(path, self.to_json())
 
     def __repr__(self):
-        state = "recording" if self in active else f"{self.wall_ns / 1e6:.3f} ms"
+        state = ("recording" if self in active else "not run" if self._t_start is None else
+                 f"{self.wall_ns / 1e6:.3f} ms")
         return f"<clkit.Trace {len(self._records)} commands, {state}>"
 
 

@@ -25,6 +25,7 @@ import functools
 import threading
 
 import numpy as np
+import pyopencl as cl
 from pyopencl.array import Array
 
 from .. import _transfer
@@ -223,7 +224,10 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
         # (several devices' speed probes compute bands into out before the bands themselves)
         if out is not None and _overlaps(out, inputs, op.elementwise and not multi):
             # the kernels would overwrite input they have yet to read: compute aside, then copy
-            out[...] = run(op, inputs, None, device, on_device)
+            result = run(op, inputs, None, device, on_device)
+            if on_device:
+                _after(out.queue, result.queue)
+            out[...] = result
             return out
     if on_device and not multi:
         rt = _arrays_runtime(inputs + [out]) if device is None else None
@@ -292,8 +296,15 @@ def _numpy_result(op: Operation, devices) -> np.ndarray:
 
 
 def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
-    """Enqueue the whole operation on one device, for device arrays; no waiting."""
+    """Enqueue the whole operation on one device, for device arrays; no waiting.
+
+    It runs on the runtime's queue (a lane's, inside :func:`clkit.map`), after the work
+    already enqueued on the arrays' own queues, and work enqueued later on ``out``'s queue
+    runs after it: each array's queue is its order, as in pyopencl.
+    """
     srcs = [_memory.contiguous_device(x) for x in inputs]
+    for other in {id(x.queue): x.queue for x in srcs + [out] if x is not None}.values():
+        _after(rt.queue, other)
     if op.gathers:
         if op.shape[0] == 0:
             return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
@@ -303,10 +314,18 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
     dst = out if direct else _memory.empty(rt, op.shape, op.dtype)
     if dst.size:
         _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, dst)
-    if out is not None and not direct:
-        out[...] = dst
+    if out is not None:
+        _after(out.queue, rt.queue)
+        if not direct:
+            out[...] = dst  # (on out's queue)
         return out
     return dst
+
+
+def _after(queue, other) -> None:
+    """Commands enqueued on ``queue`` from now on start after those already on ``other``."""
+    if other is not queue:
+        cl.enqueue_barrier(queue, wait_for=[cl.enqueue_marker(other)])
 
 
 def _upload(rt: Runtime, host: np.ndarray, queue, align: int):

@@ -576,3 +576,33 @@ def test_records_of_the_element_type_are_told_to_take_a_view(device):
         prg.twice(points)
     prg.twice(points.view(np.float32))  # as the message says
     np.testing.assert_array_equal(points.view(np.float32), 2)
+
+
+def test_done_means_the_numpy_outputs_are_written(device):
+    # a strided output goes through a copy that only the host can make
+    prg = clkit.Program.from_source(
+        "__kernel void inc(__global float* y) { y[get_global_id(0)] += 1.0f; }", device=device)
+    whole = np.zeros((64, 2), np.float32)
+    launch = prg.inc(whole[:, 0], wait=False)
+    while not launch.done:
+        pass
+    np.testing.assert_array_equal(whole[:, 0], 1)
+    assert "running" not in repr(launch)
+
+
+def test_library_calls_run_after_the_work_on_their_arrays_queues(device):
+    # a device array of pyopencl's own, on another queue of clkit's context, still being written
+    import pyopencl.array as cl_array
+    rt = clkit.runtime(device)
+    n, reps = (64, 10) if device.simulator else (1 << 16, 3000)
+    prg = clkit.Program.from_source("""
+    __kernel void slow_fill(__global float* y, const int reps)
+    { float v = 0; for (int k = 0; k < reps; k++) v += 1.0f; y[get_global_id(0)] = v; }
+    """, device=device)
+    other = rt.new_queue()
+    d = cl_array.zeros(other, n, np.float32)
+    other.finish()
+    prg.slow_fill(d, reps, queue=other, wait=False)
+    out = cl_array.empty(other, n, np.float32)
+    clkit.kernels.vector_add(d, d, out=out)
+    np.testing.assert_array_equal(out.get(), 2 * reps)  # (read on out's own queue)

@@ -123,6 +123,13 @@ def test_staged_copies_give_one_event_per_chunk(device, rng):
     assert all(e["queue"] == 0 and e["end_ms"] >= e["start_ms"] for e in t.events)
 
 
+def test_a_trace_that_has_not_run_says_how_to_run_it():
+    t = clkit.trace()
+    assert repr(t) == "<clkit.Trace 0 commands, not run>"
+    with pytest.raises(clkit.ClkitError, match=r"has not run: use it as `with clkit.trace\(\)"):
+        t.summary()
+
+
 def test_summary_rows_count_the_calls(device, rng):
     x = rng.random(4096, dtype=np.float32)
     a = clkit.to_device(x, device=device)
