@@ -141,10 +141,15 @@ def _pointer_converter(bound, p):
                 home = runtime_of_array(value)
                 if home is not None and home.lost:
                     raise home.gone(f"{bound.where(p)}: the device array")
+                if home is None:
+                    raise ArgumentValueError(
+                        f"{bound.where(p)}: the device array was made in a pyopencl context "
+                        "that clkit did not create; make it with clkit.to_device (or "
+                        "clkit.empty)")
                 raise ArgumentValueError(
-                    f"{bound.where(p)}: the device array lives on another device or context; "
-                    f"this launch runs on {bound.device}. Copy it with clkit.to_device(a.get(), "
-                    "device=...) or launch with device= its device")
+                    f"{bound.where(p)}: the device array lives on {home.device}; this launch "
+                    f"runs on {bound.device}. Copy it with clkit.to_device(a, device=...) or "
+                    "launch with device= its device")
             if not value.flags.forc:
                 raise ArgumentValueError(
                     f"{bound.where(p)}: the device array is a strided view (strides "

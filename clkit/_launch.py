@@ -316,9 +316,11 @@ class Kernel:
         own = rt.queue
         if queue is None:
             queue = own
-        elif queue is not own and queue.context != rt.context:
-            raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context; "
-                                     f"make it with clkit.runtime(device).new_queue()")
+        elif queue is not own and (queue.context != rt.context or not queue.properties
+                                   & cl.command_queue_properties.PROFILING_ENABLE):
+            raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context "
+                                     "or keeps no timings; make it with "
+                                     "clkit.runtime(device).new_queue()")
         if bound.local_args:
             check_local_memory(bound, args)
         launch = Launch(self, rt, queue)

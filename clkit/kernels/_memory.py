@@ -155,8 +155,9 @@ def release_memory(device=None) -> int:
     for rt, pools in list(_pools.items()):
         if chosen is None or rt.device == chosen:
             for _, p in list(pools.values()):
-                freed += p.managed_bytes - p.active_bytes
+                before = p.managed_bytes  # (the blocks lent out keep theirs, rounding included)
                 p.free_held()
+                freed += before - p.managed_bytes
     return freed
 
 

@@ -438,7 +438,7 @@ def test_device_array_from_another_device(rng):
     a, b = devices[:2]
     prg = clkit.Program.from_source(SAXPY)
     x = clkit.to_device(np.zeros(4, np.float32), device=a)
-    with pytest.raises(ValueError, match="another device"):
+    with pytest.raises(ValueError, match=f"lives on {a.id}.*this launch runs on {b.id}"):
         prg.saxpy(1.0, x, np.zeros(4, np.float32), device=b)
 
 
@@ -460,6 +460,9 @@ def test_launch_on_another_queue_of_the_device(device, rng):
     if others:
         with pytest.raises(ValueError, match="another context"):
             prg.saxpy(3.0, x, y, queue=queue, device=others[0])
+    plain = cl.CommandQueue(rt.context)  # no profiling: a launch's kernel_ms could not be read
+    with pytest.raises(ValueError, match=r"keeps no timings; make it with clkit.runtime"):
+        prg.saxpy(3.0, x, y, queue=plain)
 
 
 def test_repeated_calls_see_each_call_s_own_arrays_and_scalars(device):

@@ -247,7 +247,8 @@ LAUNCH_MISTAKES = [
     ("device-array-of-a-foreign-context", lambda k, d: (lambda ctx: k.copy(
         cl_array.to_device(cl.CommandQueue(ctx), np.zeros(4, np.float32)),
         np.zeros(4, np.float32)))(cl.Context([d.cl_device])), ArgValue,
-     r"'src'.*another device or context"),
+     r"'src'.*made in a pyopencl context that clkit did not create; make it with "
+     r"clkit.to_device"),
 ]
 
 
