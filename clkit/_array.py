@@ -1,8 +1,9 @@
 """Device arrays.
 
 A clkit device array is a :class:`pyopencl.array.Array` on the device's
-clkit runtime queue, so the whole of pyopencl's array API works on it, and
-kernels launched through clkit use it in place.
+clkit runtime queue, so pyopencl's array API works on it (its reductions, such as
+``pyopencl.array.sum``, need Mako, which pyopencl leaves optional), and kernels
+launched through clkit use it in place.
 """
 
 from __future__ import annotations
