@@ -324,8 +324,11 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
 
 def _after(queue, other) -> None:
     """Commands enqueued on ``queue`` from now on start after those already on ``other`` (of
-    the same context: an array of another is refused with its reason as the kernel is set)."""
-    if other is not queue and other.context == queue.context:
+    the same context: an array of another is refused with its reason as the kernel is set).
+    An array made without a queue (``queue=None``) has no order to keep."""
+    if other is None or queue is None or other is queue:
+        return
+    if other.context == queue.context:
         cl.enqueue_barrier(queue, wait_for=[cl.enqueue_marker(other)])
 
 

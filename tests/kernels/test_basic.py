@@ -180,6 +180,18 @@ def test_vector_add_of_big_endian_arrays(device, rng):
     np.testing.assert_array_equal(result, numpy_sum(a, b))
 
 
+def test_vector_add_into_a_device_array_made_without_a_queue(device, rng):
+    # pyopencl.array.Array(context, ...) has no queue, so no order to keep
+    import pyopencl.array as cl_array
+    a, b = operands(rng, (301,), np.float32)
+    rt = clkit.runtime(device)
+    out = cl_array.Array(rt.context, (301,), np.float32)
+    result = ck.vector_add(clkit.to_device(a, device=device), clkit.to_device(b, device=device),
+                           out=out)
+    assert result is out
+    np.testing.assert_array_equal(out.with_queue(rt.queue).get(), a + b)
+
+
 def test_vector_add_device_arrays_pick_the_device(device, rng, monkeypatch):
     a, b = operands(rng, (101,), np.int16)
     da, db = clkit.to_device(a, device=device), clkit.to_device(b, device=device)
