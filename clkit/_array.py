@@ -81,6 +81,16 @@ def check_shape(what: str, shape, dtype) -> tuple[tuple, np.dtype, int]:
     return dims, dtype, math.prod(dims) * dtype.itemsize  # (Python's integers: no overflow)
 
 
+def byte_span(start: int, a) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` that array ``a`` (numpy or device, perhaps a view with negative
+    strides) covers, its first element at byte ``start``; none for an empty one."""
+    if not a.size:
+        return start, start
+    ends = [(n - 1) * s for n, s in zip(a.shape, a.strides)]
+    return (start + sum(min(0, e) for e in ends),
+            start + sum(max(0, e) for e in ends) + a.dtype.itemsize)
+
+
 #: What to do about an allocation over the device's limit, in general.
 SPLIT = ("split the data, or use the clkit.kernels functions, which stream large numpy inputs "
          "in tiles")

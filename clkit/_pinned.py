@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 import pyopencl as cl
 
-from ._array import _converting, check_alloc, check_shape
+from ._array import _converting, byte_span, check_alloc, check_shape
 from ._runtime import runtime
 
 # id of the array that owns a mapping -> (first byte address, end address, context)
@@ -153,11 +153,7 @@ def pinned_context(array) -> cl.Context | None:
     """The OpenCL context whose pinned memory holds all of ``array``, else None."""
     if not isinstance(array, np.ndarray) or not _regions:
         return None
-    first = last = array.__array_interface__["data"][0]
-    if array.size:  # the span a view covers (strides may be negative)
-        ends = [(n - 1) * s for n, s in zip(array.shape, array.strides)]
-        last = first + sum(max(0, e) for e in ends) + array.itemsize
-        first += sum(min(0, e) for e in ends)
+    first, last = byte_span(array.__array_interface__["data"][0], array)
     for start, end, context in list(_regions.values()):
         if start <= first and last <= end:
             return context

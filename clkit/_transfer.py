@@ -27,7 +27,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import _trace
-from ._array import _converting, _size, check_alloc, wrap
+from ._array import _converting, _size, byte_span, check_alloc, wrap
 from ._errors import ArgumentTypeError
 from ._pinned import pinned_context
 from ._runtime import driver_error, runtime, runtime_of_array
@@ -339,7 +339,7 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         queue.finish()
         return host
     if not arr.flags.c_contiguous:
-        lo, hi = _span(arr)
+        lo, hi = byte_span(arr.offset, arr)
         span = np.empty(hi - lo, np.uint8)
         _copy_traced(queue, span, arr.base_data, "d2h", span.nbytes, True, src_offset=lo)
         host[...] = np.ndarray(arr.shape, arr.dtype, buffer=span, offset=arr.offset - lo,
@@ -361,18 +361,11 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
     return host
 
 
-def _span(arr) -> tuple[int, int]:
-    """The bytes ``[lo, hi)`` of its buffer that a device array (perhaps a strided view) covers."""
-    ends = [(n - 1) * s for n, s in zip(arr.shape, arr.strides)]
-    lo = arr.offset + sum(min(0, e) for e in ends)
-    return lo, arr.offset + sum(max(0, e) for e in ends) + arr.dtype.itemsize
-
-
 def overlap(a, b) -> bool:
     """Whether two device arrays cover some of the same bytes of one buffer."""
     if not (a.size and b.size) or a.base_data.int_ptr != b.base_data.int_ptr:
         return False
-    (lo_a, hi_a), (lo_b, hi_b) = _span(a), _span(b)
+    (lo_a, hi_a), (lo_b, hi_b) = byte_span(a.offset, a), byte_span(b.offset, b)
     return lo_a < hi_b and lo_b < hi_a
 
 

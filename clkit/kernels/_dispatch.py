@@ -303,8 +303,9 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
     runs after it: each array's queue is its order, as in pyopencl.
     """
     srcs = [_memory.contiguous_device(x) for x in inputs]
-    for other in {id(x.queue): x.queue for x in srcs + [out] if x is not None}.values():
-        _after(rt.queue, other)
+    for x in srcs + [out]:
+        if x is not None:
+            _after(rt.queue, x.queue)
     if op.gathers:
         if op.shape[0] == 0:
             return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
