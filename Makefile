@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test mutate bench setup opencl clean
+.PHONY: demo test mutate bench setup opencl clean docs doctest
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,5 +48,18 @@ bench: setup
 	  --benchmark-json=.benchmarks/latest.json
 	$(BIN)/python benchmarks/report.py .benchmarks/latest.json
 
+# The documentation site, into docs/_build/html: warnings are errors, cross-references checked.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -n -b html docs docs/_build/html
+
+# The >>> examples of the docstrings and of the API pages, run as tests.
+doctest: setup
+	$(BIN)/python -m pytest -q --doctest-modules clkit --doctest-glob='*.rst' docs/api
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks
+	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks docs/_build docs/api/generated

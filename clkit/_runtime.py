@@ -45,7 +45,7 @@ class Runtime:
     context : pyopencl.Context
     queue : pyopencl.CommandQueue
         In order, with profiling enabled, so that every launch can report
-        its kernel time.  Inside :func:`using_queue` (a lane of
+        its kernel time.  Inside ``using_queue`` (a lane of
         :func:`clkit.map`), that lane's queue instead.
     lost : str or None
         Why this runtime can no longer be used (its context was lost, or the

@@ -81,7 +81,7 @@ def mandelbrot(width, height, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5, max_i
     """Escape-time counts of the Mandelbrot set.
 
     For each pixel, c = x + iy; the count is the number of iterations
-    z <- z*z + c, from z = 0, after which |z| > 2 first holds (1 for |c| > 2),
+    z <- z*z + c, from z = 0, after which ``|z| > 2`` first holds (1 for ``|c| > 2``),
     or ``max_iter`` if that does not happen within ``max_iter`` iterations.
 
     Parameters

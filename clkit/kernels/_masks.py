@@ -63,7 +63,7 @@ def mask_from_spec(spec: str) -> np.ndarray:
     Examples
     --------
     >>> from clkit.kernels._masks import mask_from_spec
-    >>> mask_from_spec("box:3").sum()
+    >>> float(mask_from_spec("box:3").sum())
     1.0
     """
     name, _, arg = spec.strip().partition(":")
