@@ -27,6 +27,7 @@ TABLES = {
     "pocl": ["pocl.json"],
     "intel": ["intel.json"],
     "h200": ["h200.json", "h200-gaussian.json"],
+    "h200-e2e": ["h200-e2e.json"],
 }
 
 #: (result key, column) of the libraries clkit is compared with, in the order of the columns.
@@ -62,15 +63,16 @@ def _title(case: dict) -> str:
 def table(reports: list[dict]) -> str:
     """The markdown table of ``reports`` (cases of later reports first), with a line saying
     where and when each report was measured."""
-    cases = {}
-    for report in reports:
+    cases, source = {}, {}
+    for i, report in enumerate(reports):
         for case in report["cases"]:
             if case["id"] in CASE_ORDER:
                 cases[case["id"]] = case
+                source[case["id"]] = i
     ordered = [cases[c] for c in CASE_ORDER if c in cases]
     peers = [(k, name) for k, name in PEERS if any(_median(c, k) for c in ordered)]
     head = (["case", "clkit kernel", "clkit call, device arrays", "clkit, numpy in and out"]
-            + [name for _, name in peers] + ["clkit vs fastest peer"])
+            + [name for _, name in peers] + ["speed-up over the fastest peer"])
     lines = ["| " + " | ".join(head) + " |",
              "| --- |" + " ---: |" * (len(head) - 2) + " --- |"]
     for c in ordered:
@@ -88,7 +90,15 @@ def table(reports: list[dict]) -> str:
         lines.append("| " + " | ".join([_title(c), ms(kernel), ms(call), ms(e2e)]
                                         + [ms(times[k]) for k, _ in peers]
                                         + [", ".join(versus)]) + " |")
-    return "\n".join(lines) + "\n\n" + "\n\n".join(conditions(r) for r in reports) + "\n"
+    note = ("Medians in ms. Speed-up: the fastest peer's time over clkit's (above 1, clkit is "
+            "faster); libraries that take numpy arrays are compared with clkit's numpy-in, "
+            "numpy-out call, GPU libraries with clkit's call on device arrays.")
+    wheres = []
+    for i, r in enumerate(reports):
+        used = [c for c in CASE_ORDER if source.get(c) == i]
+        if used:
+            wheres.append((", ".join(used) + ": " if len(reports) > 1 else "") + conditions(r))
+    return "\n".join(lines + ["", note, ""] + [w + "\n" for w in wheres])
 
 
 def conditions(report: dict) -> str:
@@ -100,8 +110,7 @@ def conditions(report: dict) -> str:
     libs = ", ".join(f"{k} {v[k]}" for k in ("numpy", "scipy", "cv2", "torch", "cupy", "pyopencl")
                      if v.get(k))
     commit = f" at clkit commit `{report['commit']}`" if report.get("commit") else ""
-    cases = ", ".join(c["id"] for c in report["cases"] if c["id"] in CASE_ORDER)
-    return (f"{cases}: {devices}; host {m['cpu']}, {m['cores']} cores; {libs}; "
+    return (f"{devices}; host {m['cpu']}, {m['cores']} cores; {libs}; "
             f"measured {m['date'][:10]}{commit} (`{' '.join(_command(report))}`).")
 
 
@@ -114,12 +123,39 @@ def _command(report: dict) -> list[str]:
     return argv
 
 
+def e2e_table(report: dict) -> str:
+    """The tables of ``gpu_e2e.py``'s report: one image and a batch, against the link."""
+    lines = ["| one 7680x4320 image | link limit | numpy in and out | pinned in and out "
+             "| kernels | device arrays, whole call | OpenCV, all host cores |",
+             "| --- |" + " ---: |" * 6]
+    for r in report["single"]:
+        lines.append(f"| {r['case']} | {ms(r['limit_ms'])} | {ms(r['numpy_ms'])} "
+                     f"({r['numpy_ms'] / r['limit_ms']:.2f}x) | {ms(r['pinned_ms'])} "
+                     f"({r['pinned_ms'] / r['limit_ms']:.2f}x) | {ms(r['kernel_ms'])} "
+                     f"| {ms(r['device_call_ms'])} | {ms(r['opencv_ms'])} |")
+    lines += ["", "| batch through clkit.map, per image | link, both directions | pinned "
+              "| numpy | OpenCV, all host cores |", "| --- |" + " ---: |" * 4]
+    for r in report["batch"]:
+        n = r["images"]
+        lines.append(f"| {r['case']}, {n} images | {ms(r['link_both_ms'] / n)} "
+                     f"| {ms(r['pinned_ms'] / n)} | {ms(r['numpy_ms'] / n)} "
+                     f"| {ms(r['opencv_ms'] / n)} |")
+    link = report["link"]
+    return "\n".join(lines) + (
+        f"\n\nms; (x) is the time over the link's limit for the bytes moved, the link measured "
+        f"in the same run with pinned buffers: {link['up_GBs']:.1f} GB/s up, "
+        f"{link['down_GBs']:.1f} down, {link['both_total_GBs']:.1f} both at once. "
+        f"{report['device']}, {report['host_cores']} host cores; measured {report['date'][:10]} "
+        f"at clkit commit `{report['commit']}` (`{report['command']}`).\n")
+
+
 def render() -> None:
     for name, files in TABLES.items():
         paths = [DATA / f for f in files]
         if all(p.exists() for p in paths):
             reports = [json.loads(p.read_text()) for p in paths]
-            (DATA / f"{name}.md").write_text(table(reports))
+            text = e2e_table(reports[0]) if "single" in reports[0] else table(reports)
+            (DATA / f"{name}.md").write_text(text)
             print(f"wrote {DATA / name}.md")
 
 
