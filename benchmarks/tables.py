@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from targets import evaluate_targets
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data"
 
@@ -98,6 +100,14 @@ def table(reports: list[dict]) -> str:
         used = [c for c in CASE_ORDER if source.get(c) == i]
         if used:
             wheres.append((", ".join(used) + ": " if len(reports) > 1 else "") + conditions(r))
+    verdicts = [t for r in reports for t in evaluate_targets(r)
+                if t["met"] is not None and source.get(t["case"]) == reports.index(r)]
+    if verdicts:
+        lines += ["", "| acceptance target (`benchmarks/targets.py`) | measured | |",
+                  "| --- | --- | --- |"]
+        lines += [f"| {t['case']}: {t['target']} | {t['measured']} "
+                  f"| {({True: 'met', False: '**not met**', None: '-'})[t['met']]} |"
+                  for t in verdicts]
     return "\n".join(lines + ["", note, ""] + [w + "\n" for w in wheres])
 
 
@@ -166,8 +176,9 @@ def run(name: str, bench_args: list[str]) -> None:
                    check=True, cwd=ROOT)
     report = json.loads(out.read_text())
     report["argv"] = ["python", "benchmarks/tables.py", "run", name, *bench_args]
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                          capture_output=True, text=True)
+    # The last commit that changed the code measured (not the docs the table goes into).
+    head = subprocess.run(["git", "log", "-1", "--format=%h", "--", "clkit", "kernels_cl"],
+                          cwd=ROOT, capture_output=True, text=True)
     if head.returncode == 0:
         report["commit"] = head.stdout.strip()
     out.write_text(json.dumps(report, indent=1) + "\n")
