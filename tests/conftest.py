@@ -4,6 +4,11 @@ A test that takes a ``device`` argument is parametrised over every device
 clkit sees (PoCL and Oclgrind in CI), with ids such as ``pocl-cpu-1:0``.
 ``CLKIT_TEST_DEVICES`` (comma-separated device specs) narrows the set.
 With no device at all the run stops with an error rather than skipping.
+
+The suite tests the clkit it imports: the checkout's (``pytest`` from the
+repository's root) or an installed copy (``pytest`` run on this folder from
+elsewhere, as CI's wheel leg does; ``CLKIT_TEST_INSTALLED=1`` then makes sure
+of it).  ``tests/helpers/_where.py`` gives child processes the same one.
 """
 
 import os
@@ -21,6 +26,7 @@ from clkit import _transfer  # noqa: E402
 from clkit._devices import select_many  # noqa: E402
 
 from _reference import reporting, skip_on_simulator  # noqa: E402
+from _where import INSTALLED  # noqa: E402
 
 
 def _test_devices():
@@ -33,6 +39,10 @@ def _test_devices():
 
 
 def pytest_configure(config):
+    if os.environ.get("CLKIT_TEST_INSTALLED") == "1" and not INSTALLED:
+        raise pytest.UsageError(
+            f"CLKIT_TEST_INSTALLED=1, but the clkit imported is the checkout's ({clkit.__file__}): "
+            "run pytest from a folder outside the source tree")
     try:
         devices = _test_devices()
     except clkit.ClkitError as exc:
@@ -44,7 +54,9 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    return "clkit devices: " + "; ".join(str(d) for d in config.clkit_devices)
+    return [f"clkit {clkit.__version__} from {Path(clkit.__file__).parent}"
+            f" ({'an installed copy' if INSTALLED else 'the source checkout'})",
+            "clkit devices: " + "; ".join(str(d) for d in config.clkit_devices)]
 
 
 def pytest_generate_tests(metafunc):

@@ -1,19 +1,17 @@
 """Every tutorial script runs on its own and passes its own checks (exit status 0).
 
 The scripts assert their results against numpy/scipy/OpenCV themselves; this
-runs them as a user would, ``python examples/NN_name.py``, with the source
-tree first on the path, on the default device.  Their pictures go to
+runs them as a user would, ``python examples/NN_name.py``, with the clkit
+under test (the checkout's or an installed copy), on the default device.  Their pictures go to
 ``examples/output/`` (ignored by git).
 """
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from _where import REPO, child_env
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("[0-9][0-9]_*.py")) + [REPO / "examples" / "demo.py"]
 
 
@@ -27,9 +25,7 @@ def test_the_tutorials_are_there():
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs(script):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, str(script)], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, str(script)], cwd=REPO, env=child_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{script.name} failed:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.strip(), f"{script.name} printed nothing"

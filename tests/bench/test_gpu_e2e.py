@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from _cli import REPO
+from _cli import REPO, child_env
 
 
 def run_small(script, device, tmp_path, *more):
@@ -14,7 +14,8 @@ def run_small(script, device, tmp_path, *more):
         pytest.skip("a benchmark on the simulator measures nothing")
     subprocess.run([sys.executable, str(REPO / "benchmarks" / f"{script}.py"), str(tmp_path),
                     "--device", device.id, "--size", "96x64", "--batch", "3", "--repeat", "2",
-                    *more], check=True, capture_output=True, text=True, timeout=300)
+                    *more], check=True, capture_output=True, text=True, timeout=300,
+                   env=child_env())
     return json.loads((tmp_path / f"{script}.json").read_text())
 
 
@@ -57,6 +58,7 @@ def test_host_buffers_times_every_side(device):
                     "memory (and the simulator measures nothing)")
     run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "host_buffers.py"),
                           device.id, "--size", "96x64", "--calls", "3", "--rounds", "1"],
-                         check=True, capture_output=True, text=True, timeout=300)
+                         check=True, capture_output=True, text=True, timeout=300,
+                         env=child_env())
     lines = [line for line in run.stdout.splitlines() if line.startswith("round 1:")]
     assert len(lines) == 3 and all(line.endswith(" ms") for line in lines)

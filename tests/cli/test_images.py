@@ -571,13 +571,14 @@ def test_sigterm_finishes_or_removes_every_file(tmp_path, rng):
     import subprocess
     import sys
     import time
-    from _cli import REPO
+    from _cli import CWD, child_env
     src, dst = tmp_path / "in", tmp_path / "out"
     src.mkdir()
     for i in range(40):
         save(src / f"{i:02}.png", rng.integers(0, 256, (384, 512, 3), dtype=np.uint8))
     proc = subprocess.Popen([sys.executable, "-m", "clkit", "blur", src, dst, "--sigma", "3"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=CWD, env=child_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (dst.is_dir() and any(p.suffix == ".png" for p in dst.iterdir())):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import clkit.cli
-from _cli import REPO
+from _cli import CWD, REPO, child_env
 from clkit.cli.hello import Hello
 
 
@@ -20,8 +20,8 @@ def test_every_command_in_the_table_has_its_class():
 def test_a_command_imports_only_its_own_module():
     code = ("import sys, clkit.cli; clkit.cli.main(['devices', '--json']); "
             "print(sorted(m for m in sys.modules if m.startswith('clkit.cli.')))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=CWD, capture_output=True, text=True,
+                          timeout=120, env=child_env())
     assert proc.returncode == 0, proc.stderr
     loaded = proc.stdout.strip().splitlines()[-1]
     assert "clkit.cli.devices" in loaded

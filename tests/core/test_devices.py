@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,12 +12,13 @@ import pytest
 import clkit
 from clkit import _devices, _icd
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _where import CWD, child_env
+
 
 
 def run_clkit(*args, env=None, **kw):
     return subprocess.run([sys.executable, "-m", "clkit", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=300, **kw)
+                          cwd=CWD, env=child_env(**(env or {})), timeout=300, **kw)
 
 
 def test_devices_are_listed_with_ids_in_a_stable_order():
@@ -182,8 +182,8 @@ def test_no_platform_raises_no_opencl_error(tmp_path):
     env = {"OCL_ICD_VENDORS": str(tmp_path), "OCL_ICD_FILENAMES": ""}
     code = ("import clkit\ntry:\n clkit.devices()\nexcept clkit.NoOpenCLError as e:\n"
             " print('NoOpenCLError:', e)\n")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, **env}, timeout=120)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=CWD,
+                         env=child_env(**env), timeout=120)
     assert "NoOpenCLError:" in run.stdout, run.stderr
     assert "pocl-opencl-icd" in run.stdout
     assert str(tmp_path) in run.stdout

@@ -17,11 +17,9 @@ import base64
 import functools
 import json
 import multiprocessing
-import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
@@ -33,7 +31,8 @@ from clkit import _build, _launch, _runtime, _tiers, _transfer
 from clkit._errors import DeviceRef, DriverError
 from clkit.kernels import convolve
 
-ROOT = Path(__file__).resolve().parents[2]
+from _where import CWD, child_env
+
 FILL = "__kernel void fill(__global float* x, const float v) { x[get_global_id(0)] = v; }"
 MASK = np.array([[1, 2, 0], [0.5, 1, -1], [3, 0, 1]], np.float32)
 
@@ -54,11 +53,9 @@ def raised(call, *args, **kwargs):
 
 
 def run_child(script, *args, timeout=120, **env):
-    """Run ``script`` in a new Python process using this checkout's clkit; its stdout as JSON."""
-    env = dict(os.environ, **env, PYTHONPATH=os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    """Run ``script`` in a new Python process using the clkit under test; its stdout as JSON."""
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=child_env(**env), cwd=CWD)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -9,9 +9,8 @@ kernel on every visible device; its stderr must stay empty.
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from _where import child_env
 
 SCRIPT = r"""
 import warnings
@@ -50,10 +49,7 @@ print("ok")
 
 
 def test_library_builds_print_nothing_with_empty_driver_caches(tmp_path):
-    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path / "pocl"),
-               CLKIT_CACHE_DIR=str(tmp_path / "clkit"),
-               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get(
-                   "PYTHONPATH", "").split(os.pathsep) if p]))
+    env = child_env(POCL_CACHE_DIR=str(tmp_path / "pocl"), CLKIT_CACHE_DIR=str(tmp_path / "clkit"))
     env.pop("CLKIT_DEBUG", None)
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                           text=True, timeout=900, cwd=tmp_path)

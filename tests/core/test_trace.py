@@ -8,12 +8,10 @@ back after the kernel, device arrays stay put.
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +21,8 @@ import clkit
 from clkit import _tiers, _trace, _transfer
 from clkit.kernels import gaussian_blur, vector_add
 
-REPO = Path(__file__).resolve().parents[2]
+from _where import CWD, child_env
+
 TWICE = "__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2.0f; }"
 SMALL_ARGUMENT = 1024  # masks and tables a library kernel takes as numpy arguments are smaller
 
@@ -291,13 +290,6 @@ def test_plot_writes_an_image(device, tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def child_env(**more):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(more)
-    return env
-
-
 def test_clkit_trace_environment_writes_the_file_at_exit(tmp_path):
     script = tmp_path / "job.py"
     script.write_text("import numpy as np\nfrom clkit.kernels import vector_add\n"
@@ -314,7 +306,7 @@ def test_clkit_trace_environment_writes_the_file_at_exit(tmp_path):
 
 def clkit_trace(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "clkit", "trace", *map(str, args)],
-                          capture_output=True, text=True, env=child_env(), cwd=cwd or REPO,
+                          capture_output=True, text=True, env=child_env(), cwd=cwd or CWD,
                           timeout=600)
 
 

@@ -1,28 +1,27 @@
 """Running the ``clkit`` command as a user would, and reading what it wrote.
 
 Shared by the command's tests (images, bad files, bench): ``clkit(...)``
-runs ``python -m clkit`` in a subprocess from the repository's root; ``ok``
+runs ``python -m clkit`` in a subprocess, with the clkit the tests import; ``ok``
 and ``fails`` check its exit status and stderr; ``save`` and ``read`` write
 and read images with Pillow, independently of clkit's own image code.
 """
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from _where import CWD, REPO, child_env  # noqa: F401 (REPO: for the command's tests)
 
-REPO = next(p for p in Path(__file__).resolve().parents if (p / "setup.cfg").is_file())
 
 #: Camera intrinsics of the point-cloud tests, in pixels.
 INTRINSICS = dict(fx=50.0, fy=45.5, cx=9.5, cy=6.25)
 
 
 def clkit(*args, env=None, timeout=300):
-    """Run ``python -m clkit ARGS`` from the repository's root, as a user would."""
-    return subprocess.run([sys.executable, "-m", "clkit", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    """Run ``python -m clkit ARGS`` as a user would (``env`` gets :func:`_where.child_env`)."""
+    return subprocess.run([sys.executable, "-m", "clkit", *map(str, args)], cwd=CWD,
+                          capture_output=True, text=True, timeout=timeout, env=child_env(env))
 
 
 def ok(proc):

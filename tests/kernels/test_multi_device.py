@@ -10,7 +10,6 @@ import contextlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from clkit import kernels as ck
 from clkit.kernels import _bands
 
 from _reference import convolve_reference
+from _where import CWD
 
 
 def pair():
@@ -223,7 +223,7 @@ def test_two_pocl_devices():
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "-k", "not two_pocl", os.path.abspath(__file__)],
                          capture_output=True, text=True, env=env,
-                         cwd=Path(__file__).resolve().parents[2],
+                         cwd=CWD,
                          timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from _reference import assert_counts_equal, mandelbrot_reference
+from _where import CWD, REPO, child_env
 from clkit import kernels
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -28,10 +28,9 @@ RANK_DEVICE = os.environ.get("CLKIT_DEVICE", "cpu")
 
 
 def run_mpi(n, *args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               CLKIT_DEVICE=RANK_DEVICE)
     return subprocess.run([mpiexec(), "-n", str(n), sys.executable, *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env=env)
+                          text=True, timeout=timeout, cwd=CWD,
+                          env=child_env(CLKIT_DEVICE=RANK_DEVICE))
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
@@ -72,7 +71,7 @@ def test_mandelbrot_command_draws_what_clkit_mandelbrot_draws(tmp_path):
     assert run.returncode == 0, run.stderr
     one = subprocess.run([sys.executable, "-m", "clkit", "mandelbrot", str(tmp_path / "one.npy"),
                           "--size", "60x20", "--max-iter", "40", "--device", RANK_DEVICE],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+                         capture_output=True, text=True, cwd=CWD, env=child_env(), timeout=120)
     assert one.returncode == 0, one.stderr
     counts = np.load(tmp_path / "mpi.npy")
     np.testing.assert_array_equal(counts, np.load(tmp_path / "one.npy"))
@@ -93,6 +92,6 @@ def test_command_line_errors_end_every_rank(tmp_path):
 
 
 def test_tutorial_under_mpiexec():
-    run = run_mpi(2, os.path.join(ROOT, "examples", "09_mpi.py"))
+    run = run_mpi(2, str(REPO / "examples" / "09_mpi.py"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "across 2 rank(s); equal to the single-process result" in run.stdout

@@ -22,7 +22,7 @@ from PIL import Image
 
 import clkit as clkit_module
 
-from _cli import REPO, clkit, fails, intrinsic_args, ok, read, save
+from _cli import CWD, child_env, clkit, fails, intrinsic_args, ok, read, save
 
 
 def listing(folder):
@@ -267,8 +267,8 @@ def test_a_write_that_fails_half_way_leaves_nothing(tmp_path, rng, args, out):
     ok(clkit(*argv))  # compiles the kernels (drivers write their caches) and works
     (folder / out).unlink()
     (folder / out).write_bytes(b"the previous result")
-    proc = subprocess.run([sys.executable, "-m", "clkit", *argv], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, preexec_fn=small_files)
+    proc = subprocess.run([sys.executable, "-m", "clkit", *argv], cwd=CWD, capture_output=True,
+                          text=True, timeout=300, preexec_fn=small_files, env=child_env())
     fails(proc, out)
     assert listing(folder) == [out]  # no temporary file left
     assert (folder / out).read_bytes() == b"the previous result"
@@ -282,7 +282,7 @@ def test_no_room_for_the_drivers_files_is_said_before_building(tmp_path, rng):
     src = save(tmp_path / "in.png", rng.integers(0, 256, (40, 60, 3), dtype=np.uint8))
     ok(clkit("gray", src, tmp_path / "g.png"))
     argv = ["gray", str(src), str(tmp_path / "h.png")]
-    proc = subprocess.run([sys.executable, "-m", "clkit", *argv], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, preexec_fn=tiny_files)
+    proc = subprocess.run([sys.executable, "-m", "clkit", *argv], cwd=CWD, capture_output=True,
+                          text=True, timeout=300, preexec_fn=tiny_files, env=child_env())
     fails(proc, "grayscale.cl", "at most 1000 bytes")
     assert not (tmp_path / "h.png").exists()

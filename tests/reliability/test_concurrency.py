@@ -17,7 +17,6 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -27,8 +26,8 @@ import scipy.ndimage
 import clkit
 import clkit.kernels as ck
 from _reference import SAXPY, mandelbrot_reference, pinhole_reference
+from _where import CWD, REPO, child_env, pythonpath
 
-REPO = Path(__file__).resolve().parents[2]
 
 def run_threads(count, work):
     """Run ``work(index)`` on ``count`` threads started together; return their exceptions."""
@@ -174,14 +173,12 @@ def test_eight_threads_on_two_devices():
         pytest.skip("needs two OpenCL devices, or PoCL to make two")
     kind = "pthread" if pocl[0].driver.split(".")[0] in ("1", "2", "3") else "cpu"
     env = dict(os.environ, POCL_DEVICES=f"{kind} {kind}", CLKIT_VISIBLE_DEVICES="pocl")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [
-        str(REPO), str(REPO / "tests" / "reliability"), str(REPO / "tests" / "helpers"),
-        env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = pythonpath(REPO / "tests" / "reliability", REPO / "tests" / "helpers")
     for name in ("CLKIT_DEVICE", "CLKIT_TEST_DEVICES"):
         env.pop(name, None)
     code = "import test_concurrency as t; print(t.threads_on_both_devices_of_a_pair())"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600)
+                          cwd=CWD, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert int(proc.stdout.split()[-1]) >= 1000
 
@@ -256,14 +253,12 @@ TEARER = textwrap.dedent('''
 
 
 def spawn(script, *args, env):
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=env, cwd=REPO,
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=env, cwd=CWD,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def cache_env(folder, device):
-    env = dict(os.environ, CLKIT_CACHE_DIR=str(folder), CHECK_DEVICE=device.id,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
-                                                        os.environ.get("PYTHONPATH")])))
+    env = child_env(CLKIT_CACHE_DIR=str(folder), CHECK_DEVICE=device.id)
     env.pop("CLKIT_CACHE", None)
     return env
 

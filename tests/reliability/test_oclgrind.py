@@ -25,7 +25,8 @@ import _oclgrind_cases as cases
 import clkit
 from clkit import _oclgrind
 
-REPO = Path(__file__).resolve().parents[2]
+from _where import CWD, REPO, pythonpath
+
 HELPERS = REPO / "tests" / "helpers"
 
 
@@ -42,7 +43,7 @@ def child_env(checks, **more):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OCLGRIND_", "CLKIT_DEBUG"))}
     env.update(checks)
     env["OCLGRIND_MAX_ERRORS"] = "100000"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = pythonpath(inherited=env.get("PYTHONPATH", ""))
     env.pop("CLKIT_DEVICE", None)
     env.update(more)
     return env
@@ -60,7 +61,7 @@ def group_records(simulator, tmp_path_factory):
             env = child_env(cases.GROUPS[group], CLKIT_OCLGRIND_STDERR=str(log),
                             CLKIT_DEBUG="oclgrind")
             proc = subprocess.run([sys.executable, str(HELPERS / "_oclgrind_cases.py"), group],
-                                  capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+                                  capture_output=True, text=True, env=env, cwd=CWD, timeout=600)
             found = {}
             for line in proc.stdout.splitlines():
                 if line.startswith("{"):
@@ -220,7 +221,7 @@ CLEAN = textwrap.dedent("""
 
 def clkit_command(*args, env=None, cwd=None):
     return subprocess.run([sys.executable, "-m", "clkit", *map(str, args)], capture_output=True,
-                          text=True, env=env or child_env({}), cwd=cwd or REPO, timeout=300)
+                          text=True, env=env or child_env({}), cwd=cwd or CWD, timeout=300)
 
 
 def test_clkit_check_reports_an_out_of_bounds_read(simulator, tmp_path):
