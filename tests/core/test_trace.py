@@ -21,7 +21,7 @@ import clkit
 from clkit import _tiers, _trace, _transfer
 from clkit.kernels import gaussian_blur, vector_add
 
-from _where import CWD, child_env
+from _where import CWD, REPO, child_env
 
 TWICE = "__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2.0f; }"
 SMALL_ARGUMENT = 1024  # masks and tables a library kernel takes as numpy arguments are smaller
@@ -312,7 +312,7 @@ def clkit_trace(*args, cwd=None):
 
 def test_clkit_trace_runs_the_grayscale_tutorial(tmp_path):
     out, png = tmp_path / "trace.json", tmp_path / "timeline.png"
-    proc = clkit_trace("examples/04_grayscale.py", "-o", out, "--plot", png)
+    proc = clkit_trace(REPO / "examples" / "04_grayscale.py", "-o", out, "--plot", png)
     assert proc.returncode == 0, proc.stderr
     assert "all results agree" in proc.stdout
     lines = proc.stderr.splitlines()
