@@ -52,7 +52,9 @@ class ClkitCli(SphinxDirective):
             items = nodes.definition_list()
             for arg, help_text in _arguments(parser):
                 item = nodes.definition_list_item()
-                item += nodes.term(text=arg)
+                term = nodes.term()
+                term += nodes.literal(text=arg)
+                item += term
                 definition = nodes.definition()
                 definition += nodes.paragraph(text=help_text)
                 item += definition
