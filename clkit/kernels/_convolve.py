@@ -41,6 +41,20 @@ def convolve(image, mask, mode="reflect", cval=0.0, out=None, device=None):
         float32 (bool, integer and float32 images) or float64 (float64
         images, on devices with fp64), the image's shape.
 
+    Raises
+    ------
+    ArgumentTypeError
+        An image dtype scipy.ndimage does not take (complex, objects), or float64 on a
+        device without fp64.
+    ArgumentValueError
+        An unknown ``mode``, a mask that is not a non-empty 2-D array, an image that is not
+        HxW or HxWxC with 1 to 4 channels, or an ``out`` of another shape or dtype.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+    OutOfDeviceMemoryError
+        A part of the image the kernels need at once (a row band with its halo) does not fit
+        in the device's memory; larger images are streamed in tiles.
+
     Examples
     --------
     >>> import numpy as np
@@ -74,10 +88,13 @@ def gaussian_blur(image, sigma, mode="reflect", cval=0.0, truncate=4.0, out=None
         Standard deviation in pixels, one for both axes or (rows, columns);
         not negative (0 leaves that axis as it is, as in scipy).
     mode : {"reflect", "constant", "nearest", "mirror", "wrap"}
+        How the image extends beyond its edges, as in scipy.ndimage.
     cval : float
+        The value outside the image in ``"constant"`` mode.
     truncate : float
         The mask's radius is ``int(truncate * sigma + 0.5)``.
     out : ndarray or device array, optional
+        Same shape as the image, float32 (float64 for float64 images).
     device : Device or str, optional
         Where to run: a spec, ``"all"`` or a list of specs.
 
@@ -85,6 +102,19 @@ def gaussian_blur(image, sigma, mode="reflect", cval=0.0, truncate=4.0, out=None
     -------
     ndarray or device array
         float32 (float64 for float64 images), the image's shape.
+
+    Raises
+    ------
+    ArgumentTypeError
+        An image dtype scipy.ndimage does not take, or float64 on a device without fp64.
+    ArgumentValueError
+        A negative ``sigma`` or a non-positive ``truncate``, a mask larger than clkit
+        handles, an unknown ``mode``, an image that is not HxW or HxWxC with 1 to 4
+        channels, or an ``out`` of another shape or dtype.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+    OutOfDeviceMemoryError
+        A part of the image the kernels need at once does not fit in the device's memory.
 
     Examples
     --------

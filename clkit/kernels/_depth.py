@@ -104,6 +104,16 @@ def depth_to_points(depth, fx, fy, cx, cy, *, depth_scale=1.0, rgb=None, drop_in
     colors : ndarray or device array
         (N, 3) uint8, only when ``rgb`` is given (then a tuple is returned).
 
+    Raises
+    ------
+    ArgumentTypeError
+        A depth dtype other than uint16 or float32.
+    ArgumentValueError
+        A depth image that is not HxW, a ``depth_scale`` of 0, or ``rgb`` that is not HxWx3
+        uint8 of the depth's size.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> import numpy as np

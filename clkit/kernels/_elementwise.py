@@ -65,6 +65,17 @@ def vector_add(a, b, out=None, device=None):
     ndarray or device array
         Numpy in gives numpy out; device arrays in give a device array.
 
+    Raises
+    ------
+    ArgumentTypeError
+        ``a`` and ``b`` of different dtypes, or a dtype the device cannot hold (complex,
+        float64 without fp64).
+    ArgumentValueError
+        ``a`` and ``b`` of different shapes (clkit does not broadcast), or an ``out`` of
+        another shape or dtype.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> import numpy as np

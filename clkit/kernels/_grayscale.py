@@ -25,6 +25,11 @@ def gray_weights(weights="bt601") -> tuple[float, float, float]:
     -------
     tuple of 3 floats
 
+    Raises
+    ------
+    ArgumentValueError
+        A name other than ``"bt601"`` and ``"bt709"``, or not three finite numbers.
+
     Examples
     --------
     >>> from clkit.kernels import gray_weights
@@ -102,6 +107,16 @@ def grayscale(image, weights="bt601", out=None, device=None):
     -------
     ndarray or device array
         HxW, the image's dtype.
+
+    Raises
+    ------
+    ArgumentTypeError
+        An image dtype other than uint8 or float32.
+    ArgumentValueError
+        An image that is not HxWx3 or HxWx4, unknown ``weights``, or an ``out`` of another
+        shape or dtype.
+    DeviceNotFoundError
+        ``device`` names no visible device.
 
     Examples
     --------

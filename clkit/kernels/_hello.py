@@ -27,6 +27,11 @@ def hello(device=None) -> str:
     str
         ``"Hello, World!"``, as read back from the device.
 
+    Raises
+    ------
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> from clkit.kernels import hello

@@ -105,6 +105,14 @@ def mandelbrot(width, height, *, xmin=-2.0, xmax=1.0, ymin=-1.5, ymax=1.5, max_i
     ndarray or device array
         int32, shape (height, width).
 
+    Raises
+    ------
+    ArgumentValueError
+        A width or height below 1, a window bound that is not finite, or ``max_iter``
+        outside 1 to 2**31 - 1.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> from clkit.kernels import mandelbrot

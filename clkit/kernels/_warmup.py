@@ -46,6 +46,15 @@ def warmup(masks=(), sigmas=(), *, dtypes=("float32",), modes=("reflect",), chan
     list of str
         What was built, one line each, with the seconds it took.
 
+    Raises
+    ------
+    ArgumentTypeError
+        An image dtype that ``convolve`` does not take.
+    ArgumentValueError
+        An unknown mode, or a mask or sigma ``convolve`` and ``gaussian_blur`` would refuse.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> import numpy as np, clkit
