@@ -10,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+
+import clkit
 from _where import REPO, child_env
 
 EXAMPLES = sorted((REPO / "examples").glob("[0-9][0-9]_*.py")) + [REPO / "examples" / "demo.py"]
@@ -29,3 +31,24 @@ def test_example_runs(script):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{script.name} failed:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.strip(), f"{script.name} printed nothing"
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["one device", "two devices"])
+def test_the_multi_device_tutorial_says_how_many_devices_it_used(pair):
+    env = child_env(CLKIT_VISIBLE_DEVICES=clkit.select().id)
+    if pair:
+        pocl = [d for d in clkit.devices() if d.short_platform == "pocl"]
+        if not pocl:
+            pytest.skip("needs PoCL to make two CPU devices")
+        kind = "pthread" if pocl[0].driver.split(".")[0] in ("1", "2", "3") else "cpu"
+        env.update(POCL_DEVICES=f"{kind} {kind}", CLKIT_VISIBLE_DEVICES="pocl")
+    env.pop("CLKIT_DEVICE", None)
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / "08_multi_device.py")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.strip().splitlines()
+    if pair:
+        assert "on 2 devices together" in last[-1] and "default device" in last[-1], last
+    else:
+        assert "on the only device" in last[-2] and "device(s)" not in proc.stdout, last
+        assert last[-1].startswith("For two CPU devices: POCL_DEVICES=")
