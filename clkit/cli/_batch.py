@@ -10,10 +10,11 @@ ends with one error line naming the file(s) and exit status 2.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
+
+from tqdm import tqdm
 
 from .. import _imageio
 from .._errors import ArgumentTypeError, ArgumentValueError
@@ -26,36 +27,14 @@ from ._command import UsageError
 FILE_ERRORS = (ArgumentValueError, ArgumentTypeError, OSError, MemoryError)
 
 
-class Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+def progress(total: int, label: str, unit: str = "image", stream=None, **options) -> tqdm:
+    """A progress bar (tqdm) on ``stream`` (default: stderr) for a batch of ``total`` files.
 
-    def __init__(self, total: int, label: str, stream=None):
-        self.stream = stream or sys.stderr
-        self.total = total
-        self.label = label
-        self.done = 0
-        self.active = total > 1 and self.stream.isatty()
-        self.started = time.perf_counter()
-
-    def step(self, name: str) -> None:
-        """Count one more file done (``name``) and redraw."""
-        self.done += 1
-        if not self.active:
-            return
-        width = shutil.get_terminal_size((80, 20)).columns
-        bar = 24
-        filled = bar * self.done // self.total
-        elapsed = time.perf_counter() - self.started
-        left = elapsed / self.done * (self.total - self.done)
-        text = (f"{self.label} [{'#' * filled}{'.' * (bar - filled)}] "
-                f"{self.done}/{self.total}, {left:.0f} s left  {name}")
-        self.stream.write("\r" + text[:width - 1].ljust(width - 1))
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.active:
-            self.stream.write("\r" + " " * (shutil.get_terminal_size((80, 20)).columns - 1) + "\r")
-            self.stream.flush()
+    Drawn only when the stream is a terminal and there is more than one file, and cleared at
+    the end, so that piped or logged output holds the results alone.
+    """
+    return tqdm(total=total, desc=label, unit=unit, file=stream or sys.stderr, leave=False,
+                disable=True if total <= 1 else None, dynamic_ncols=True, **options)
 
 
 def file_error(src: Path, dst: Path, exc: BaseException) -> str:
@@ -145,7 +124,6 @@ def for_each_file(args, process, devices: list, *, out_suffix=None, unit="image"
             raise UsageError(file_error(src, dst, exc)) from None
         print(f"wrote {dst}{what}")
         return
-    progress = Progress(len(pairs), args.command)
     failures = []
 
     def attempt(pair, device):
@@ -158,13 +136,12 @@ def for_each_file(args, process, devices: list, *, out_suffix=None, unit="image"
             return file_error(src, dst, exc)
         return None
 
-    try:
+    with progress(len(pairs), args.command, unit) as bar:
         for (src, _), failure in zip(pairs, clkit_map(attempt, pairs, device=devices)):
             if failure is not None:
                 failures.append((src, failure))
-            progress.step(src.name)
-    finally:
-        progress.close()
+            bar.set_postfix_str(src.name, refresh=False)
+            bar.update()
     written = len(pairs) - len(failures)
     seconds = time.perf_counter() - started
     if failures:

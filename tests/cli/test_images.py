@@ -618,23 +618,22 @@ def test_batch_refuses_to_overwrite_its_input_folder(tmp_path, rgb):
 def test_progress_bar_draws_on_a_terminal_only():
     import io
 
-    from clkit.cli._batch import Progress
+    from clkit.cli._batch import progress
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
     screen = Terminal()
-    bar = Progress(3, "gray", screen)
-    for name in ("a.png", "b.png", "c.png"):
-        bar.step(name)
-    bar.close()
+    with progress(3, "gray", stream=screen, mininterval=0) as bar:  # every step drawn
+        for name in ("a.png", "b.png", "c.png"):
+            bar.set_postfix_str(name, refresh=False)
+            bar.update()
     drawn = screen.getvalue()
-    assert "3/3" in drawn and "c.png" in drawn and "[" + "#" * 24 + "]" in drawn
+    assert "gray" in drawn and "3/3" in drawn and "c.png" in drawn
     assert drawn.endswith("\r")  # the line is cleared at the end
 
-    pipe = io.StringIO()
-    bar = Progress(3, "gray", pipe)
-    bar.step("a.png")
-    bar.close()
-    assert pipe.getvalue() == ""
+    for stream, total in ((io.StringIO(), 3), (Terminal(), 1)):  # a pipe; a single file
+        with progress(total, "gray", stream=stream) as bar:
+            bar.update()
+        assert stream.getvalue() == ""
