@@ -96,7 +96,17 @@ def _restore(cls, args, state):
 
 
 class ClkitError(Exception):
-    """Base of every exception clkit raises."""
+    """Base of every exception clkit raises.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> try:
+    ...     clkit.select("no such device")
+    ... except clkit.ClkitError as error:
+    ...     print(type(error).__name__)
+    DeviceNotFoundError
+    """
 
     def __reduce__(self):
         # The default rebuilds an exception by calling its class with ``args``, which fails
@@ -108,19 +118,59 @@ class ClkitError(Exception):
 
 
 class NoOpenCLError(ClkitError, RuntimeError):
-    """The OpenCL ICD loader finds no platform at all."""
+    """The OpenCL ICD loader finds no platform at all.
+
+    Its message says how to install a CPU driver (Debian's ``pocl-opencl-icd``) and, where
+    NVIDIA's OpenCL library exists without an ICD file, the file to write; ``clkit doctor``
+    says more.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> issubclass(clkit.NoOpenCLError, RuntimeError)
+    True
+    """
 
 
 class DeviceNotFoundError(ClkitError, LookupError):
-    """A device spec matches none of the visible devices."""
+    """A device spec matches none of the visible devices; the message lists those that exist.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> try:
+    ...     clkit.select("no such device")
+    ... except LookupError as error:
+    ...     print(str(error).split(";")[0])
+    no OpenCL device matches device spec 'no such device'
+    """
 
 
 class BuildError(ClkitError, RuntimeError):
     """An OpenCL program failed to compile.
 
-    Attributes: ``file`` (the source's path or name), ``device``, ``options``
-    and ``log`` (the compiler's log with line numbers mapped to the original
-    files).
+    The message names the file, the device and the options, and shows the compiler's
+    messages with the offending lines of the original files.
+
+    Attributes
+    ----------
+    file : str
+        The source's path, or ``"<string>"`` for :meth:`Program.from_source`.
+    device : Device
+    options : tuple of str
+    log : str
+        The compiler's log, its line numbers mapped to the original files.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> program = clkit.Program.from_source(
+    ...     "__kernel void broken(__global float* a) { a[0] = b; }")
+    >>> try:
+    ...     program.broken(np.zeros(1, np.float32), device="cpu")
+    ... except clkit.BuildError as error:
+    ...     print(error.file, "undeclared identifier 'b'" in error.log)
+    <string> True
     """
 
     def __init__(self, message, *, file, device, options, log):
@@ -134,11 +184,25 @@ class BuildError(ClkitError, RuntimeError):
 class LaunchError(ClkitError, RuntimeError):
     """The OpenCL driver refused to run a kernel or a transfer.
 
-    Attributes: ``device`` (where it ran, or ``None``), ``kernel`` (its name,
-    or ``None`` for a transfer), ``code`` (the driver's status code, or
-    ``None`` when clkit refused before asking the driver) and
-    ``context_lost`` (the device's context no longer works: clkit drops it,
-    and the next call on that device gets a new one).
+    Attributes
+    ----------
+    device : Device or None
+        Where it ran.
+    kernel : str or None
+        The kernel's name, or None for a transfer.
+    code : int or None
+        The driver's status code, or None when clkit refused before asking the driver.
+    context_lost : bool
+        The device's context no longer works (most often after a kernel wrote far outside
+        its buffer): clkit drops it, and the next call on that device gets a new one.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> error = clkit.LaunchError("the device's context was lost", kernel="k", code=-9999,
+    ...                           context_lost=True)
+    >>> error.context_lost, isinstance(error, RuntimeError)
+    (True, True)
     """
 
     def __init__(self, message, *, device=None, kernel=None, code=None, context_lost=False):
@@ -150,15 +214,49 @@ class LaunchError(ClkitError, RuntimeError):
 
 
 class OutOfDeviceMemoryError(LaunchError, MemoryError):
-    """An allocation does not fit in the device's memory or max allocation."""
+    """An allocation does not fit in the device's memory or max allocation.
+
+    The message says how large the allocation was, what fits, and what to do.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> try:
+    ...     clkit.empty((2**40,), np.float32, device="cpu")
+    ... except MemoryError as error:
+    ...     print(type(error).__name__, "4.00 TiB" in str(error))
+    OutOfDeviceMemoryError True
+    """
 
 
 class ArgumentTypeError(ClkitError, TypeError):
-    """An argument has the wrong type or dtype, or the count is wrong."""
+    """An argument has the wrong type or dtype, or the count is wrong.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clkit.kernels import vector_add
+    >>> try:
+    ...     vector_add(np.ones(3, np.float32), np.ones(3, np.float64), device="cpu")
+    ... except TypeError as error:
+    ...     print(error)
+    vector_add: a has dtype float32 and b float64; convert one (e.g. b.astype(a.dtype)) so that both match
+    """
 
 
 class ArgumentValueError(ClkitError, ValueError):
-    """An argument has the right type but a wrong size, shape or value."""
+    """An argument has the right type but a wrong size, shape or value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clkit.kernels import vector_add
+    >>> try:
+    ...     vector_add(np.ones(3, np.float32), np.ones(4, np.float32), device="cpu")
+    ... except ValueError as error:
+    ...     print(error)
+    vector_add: a has shape (3,) and b (4,); clkit does not broadcast: ...equal shape
+    """
 
 
 def caller_outside_clkit() -> int:
