@@ -28,7 +28,7 @@ LAYERS = [
     ("launch", ["clkit._launch", "clkit._convert", "clkit._prepared", "clkit._work_sizes"]),
     ("program", ["clkit._program", "clkit._map", "clkit"]),
     ("kernels library", ["clkit.kernels"]),
-    ("cli/bench/mpi", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.__main__"]),
+    ("cli/bench/mpi", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.dask", "clkit.__main__"]),
 ]
 
 MAX_PY_LINES = 500

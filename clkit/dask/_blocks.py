@@ -1,0 +1,152 @@
+"""What a task runs on a worker: one output block of a chain of filters.
+
+It assembles the block's first window from the input chunks on the host, moves it to the
+worker's device once, runs every filter there (gathering a filter's window on the device
+where the plan says so), and brings the last result home: device arrays live only inside
+the task.  Nothing here runs when the graph is built, and nothing OpenCL is made before the
+first task of a process runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+
+import numpy as np
+
+#: The ids of the devices this process's tasks ran on (for tests and diagnostics).
+used_devices: set = set()
+_lock = threading.Lock()
+_resolved: dict = {}
+_simulator_lock = threading.Lock()
+
+# OpenCL C names by element size, for take_axis, which only moves elements.
+_MOVE_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+_MOVE_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def worker_device(device=None):
+    """The device this process's tasks use for ``device`` (a spec, or None for the rule of
+    :func:`clkit.dask.worker_device`)."""
+    import clkit
+    if device is not None:
+        return clkit.select(device)
+    env = os.environ.get("CLKIT_DEVICE", "")
+    index = _worker_index()
+    key = (env, index)
+    with _lock:
+        if key in _resolved:
+            return _resolved[key]
+    if env.strip() or index is None:
+        chosen = clkit.select()
+    else:
+        default = clkit.select()
+        peers = [d for d in clkit.devices() if d.type == default.type and not d.simulator]
+        chosen = peers[index % len(peers)]
+    with _lock:
+        _resolved[key] = chosen
+    return chosen
+
+
+def _worker_index():
+    """This dask worker's name as a number (LocalCluster and dask-mpi name their workers
+    0, 1, 2, ...), or None outside a worker or for other names."""
+    try:
+        from distributed import get_worker
+        name = get_worker().name
+    except (ImportError, ValueError):
+        return None
+    try:
+        return int(name)
+    except (TypeError, ValueError):
+        return None
+
+
+class Block:
+    """What one task needs besides the chunks: the filters, the device spec (None for the
+    worker's), per input axis the block's :class:`~._plan.AxisPlan` and its window's pieces,
+    and the index of each chunk the task is given.  One object, so that dask sees no keys or
+    tasks inside it."""
+
+    __slots__ = ("filters", "device", "axes", "keys")
+
+    def __init__(self, filters, device, axes, keys):
+        self.filters, self.device, self.axes, self.keys = filters, device, axes, keys
+
+    def __reduce__(self):
+        return Block, (self.filters, self.device, self.axes, self.keys)
+
+
+def run_block(block, *chunks):
+    """One output block of ``block.filters`` from the input ``chunks``."""
+    import clkit
+    filters, axes = block.filters, block.axes
+    dev = worker_device(block.device)
+    with _lock:
+        used_devices.add(dev.id)
+    window = _assemble(axes, dict(zip(block.keys, chunks)), chunks[0].dtype)
+    # The Oclgrind simulator takes one thread's launches at a time.
+    with _simulator_lock if dev.simulator else contextlib.nullcontext():
+        data = clkit.to_device(window, device=dev)
+        for k, f in enumerate(filters):
+            for axis, (plan, _) in enumerate(axes):
+                index = plan.gathers[k] if k < len(plan.gathers) else None
+                if index is not None:
+                    data = _take(data, index, axis, dev)
+            data = f.function(data, *f.args, device=dev, **f.kwargs)
+        out = data.get()
+    return out[tuple(plan.crop for plan, _ in axes[:out.ndim])]
+
+
+def _assemble(axes, chunks, dtype):
+    shape = tuple(len(plan.source) for plan, _ in axes)
+    first = [pieces for _, pieces in axes]
+    if all(len(p) == 1 for p in first):  # one chunk holds the whole window
+        key = tuple(p[0][2] for p in first)
+        src = tuple(slice(p[0][3], p[0][3] + p[0][1] - p[0][0]) for p in first)
+        return np.ascontiguousarray(chunks[key][src], dtype=dtype)
+    window = np.empty(shape, dtype)
+    for combo in _product(first):
+        key = tuple(p[2] for p in combo)
+        dst = tuple(slice(p[0], p[1]) for p in combo)
+        src = tuple(slice(p[3], p[3] + p[1] - p[0]) for p in combo)
+        window[dst] = chunks[key][src]
+    return window
+
+
+def _product(lists):
+    if not lists:
+        yield ()
+        return
+    for head in lists[0]:
+        for tail in _product(lists[1:]):
+            yield (head,) + tail
+
+
+_programs: dict = {}
+
+
+def _take(data, index, axis, dev):
+    """``data`` taken along ``axis`` by ``index``, on the device."""
+    import clkit
+    shape = tuple(data.shape)
+    m_in, m_out = shape[axis], len(index)
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    out_shape = shape[:axis] + (m_out,) + shape[axis + 1:]
+    size = data.dtype.itemsize
+    key = (dev.id, size)
+    with _lock:
+        program = _programs.get(key)
+    if program is None:
+        program = clkit.load("take_axis", device=dev, defines={"T": _MOVE_TYPES[size]})
+        with _lock:
+            _programs[key] = program
+    move = np.dtype(_MOVE_DTYPES[size])
+    out = clkit.empty(out_shape, data.dtype, device=dev)
+    total = outer * m_out * inner
+    if total:
+        program.take_axis(data.view(move), out.view(move), np.asarray(index, np.int64),
+                          m_in, m_out, inner, total, global_size=total, device=dev)
+    return out
