@@ -140,7 +140,7 @@ def _compile(source: Source, options: tuple, rt) -> Built:
                 prg._build(options=opts.encode(), devices=[device.cl_device])
             else:  # the driver keeps the build in a cache of its own (_driver_keeps_builds)
                 prg = cl._cl._Program(rt.context, source.text)
-                _source_build(prg, opts, device, library, [])
+                _source_build(prg, opts, device, [])
             _sigxfsz_ignored_again()
             signatures = _signatures(meta["kernels"], source, device)
             return Built(prg, device, signatures, meta.get("log", ""), "disk",
@@ -150,7 +150,7 @@ def _compile(source: Source, options: tuple, rt) -> Built:
     prg = cl._cl._Program(rt.context, source.text)
     held = []
     try:
-        _source_build(prg, opts, device, library, held)
+        _source_build(prg, opts, device, held)
     except cl.Error as exc:
         raise _build_error(source, options, device, prg, exc) from exc
     finally:
@@ -180,15 +180,15 @@ def _signatures(infos: dict, source: Source, device: Device) -> dict:
             for name, info in infos.items()}
 
 
-def _source_build(prg, opts: str, device: Device, library: bool, held: list) -> None:
-    """Build ``prg``, made from a source's text (a library build's driver output caught in
+def _source_build(prg, opts: str, device: Device, held: list) -> None:
+    """Build ``prg``, made from a source's text (the driver's output on stderr caught in
     ``held``).
 
     The unwrapped program object and build: pyopencl.Program would consult pyopencl's own
     cache and, after a failure, rebuild when asked for the log; and its build warns of any
     log in terms of a temporary file. clkit raises or warns itself, with the user's lines.
     """
-    with _driver_output_held(held) if library else contextlib.nullcontext():
+    with _driver_output_held(held):
         prg._build(options=opts.encode(), devices=[device.cl_device])
 
 
@@ -242,7 +242,7 @@ def _driver_keeps_builds(device: Device) -> bool:
         os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
 
 
-# A compiler's count of its messages, all a library build may print ("12 warnings generated.").
+# A compiler's count of its messages ("12 warnings generated."), which a build does not print.
 _COUNTS = re.compile(r"\d+ (warning|error)s?( and \d+ (warning|error)s?)? generated\.")
 _held_lock = threading.Lock()
 _held_depth = 0
@@ -252,14 +252,15 @@ _held_file = None
 
 @contextlib.contextmanager
 def _driver_output_held(held: list):
-    """Hold what is written on file descriptor 2 while a library program builds.
+    """Hold what is written on file descriptor 2 while a program builds.
 
-    PoCL's compiler prints its count of warnings ("12 warnings generated.") straight to the
-    process's stderr, below Python, while the warnings themselves go to the build log; a
-    library build must not print.  The held text joins the build's log (``held``); then all
-    of it but those counts is written out (all of it after a failed build), since builds in
-    several threads, background builds included, share one redirection, and whatever other
-    threads write in that time is held alike and must not be lost.
+    Clang-based compilers (PoCL's, Oclgrind's) print their count of messages ("12 warnings
+    generated.", "1 error generated.") straight to the process's stderr, below Python, while
+    the messages themselves go to the build log, which clkit shows in a warning or in the
+    :class:`BuildError`.  The held text joins the build's log (``held``); then all of it but
+    those counts is written out, since builds in several threads, background builds included,
+    share one redirection, and whatever other threads write in that time is held alike and
+    must not be lost.
     """
     global _held_depth, _held_saved, _held_file
     with _held_lock:
@@ -270,10 +271,8 @@ def _driver_output_held(held: list):
             os.dup2(_held_file.fileno(), 2)
         _held_depth += 1
         file = _held_file
-    failed = True
     try:
         yield
-        failed = False
     finally:
         with _held_lock:
             _held_depth -= 1
@@ -286,8 +285,8 @@ def _driver_output_held(held: list):
                 file.close()
                 if text:
                     held.append(text)
-                    rest = text if failed else "\n".join(
-                        line for line in text.splitlines() if not _COUNTS.fullmatch(line.strip()))
+                    rest = "\n".join(line for line in text.splitlines()
+                                      if not _COUNTS.fullmatch(line.strip()))
                     if rest.strip():
                         sys.stderr.write(rest + "\n")
                         sys.stderr.flush()

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import clkit
 from _where import child_env
 
 SCRIPT = r"""
@@ -54,6 +55,33 @@ def test_library_builds_print_nothing_with_empty_driver_caches(tmp_path):
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                           text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+    assert proc.stderr == ""
+
+
+FAILING = r"""
+import sys
+import numpy as np
+import clkit
+
+for dev in clkit.devices():
+    try:
+        clkit.Program.from_source(
+            "__kernel void bad(__global float* x) { x[get_global_id(0)] = undeclared; }",
+            device=dev).bad(np.zeros(4, np.float32), device=dev)
+    except clkit.BuildError as exc:
+        assert "undeclared" in str(exc), str(exc)
+        print(dev.id)
+"""
+
+
+def test_a_failed_build_prints_nothing_beside_its_build_error(tmp_path):
+    # Clang-based compilers write "1 error generated." to the process's stderr themselves
+    env = child_env(POCL_CACHE_DIR=str(tmp_path / "pocl"), CLKIT_CACHE_DIR=str(tmp_path / "clkit"))
+    env.pop("CLKIT_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-c", FAILING], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == [d.id for d in clkit.devices()]
     assert proc.stderr == ""
 
 
