@@ -18,7 +18,8 @@ for platforms.  Two ways to do that:
 - ``CLKIT_DEBUG=oclgrind`` in a process's environment: clkit calls
   :func:`apply_debug_environment` on its own process before it first lists devices.
 
-Nothing here imports pyopencl.
+Nothing here imports pyopencl, but :func:`apply_debug_environment` once the settings are in
+place.
 """
 
 from __future__ import annotations
@@ -184,7 +185,30 @@ def apply_debug_environment() -> bool:
     os.environ.update(env)
     if _made:
         atexit.register(cleanup)
+    _ask_only_nvidia_for_its_compute_capability()
     return True
+
+
+def _ask_only_nvidia_for_its_compute_capability() -> None:
+    """Keep pyopencl from asking the simulator what only NVIDIA's driver answers.
+
+    pyopencl asks every device of a context for NVIDIA's compute capability
+    (``clGetDeviceInfo`` of ``CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV``) each time
+    it makes a kernel object, and takes the error other drivers return as "not
+    NVIDIA"; with its API checks on, Oclgrind reports every one of those errors
+    as an OpenCL runtime error.  Here the question goes to NVIDIA's devices only,
+    with the same answer, None, for the others.
+    """
+    import pyopencl.characterize as characterize  # the loader has read no driver yet
+    ask = characterize.nv_compute_capability
+    if getattr(ask, "nvidia_only", False):
+        return
+
+    def nv_compute_capability(dev):
+        return ask(dev) if "nvidia" in dev.vendor.lower() else None
+
+    nv_compute_capability.nvidia_only = True
+    characterize.nv_compute_capability = nv_compute_capability
 
 
 # -- reading Oclgrind's reports -------------------------------------------------------------

@@ -320,3 +320,28 @@ def test_clkit_debug_oclgrind_in_the_environment(simulator, tmp_path):
                           capture_output=True, text=True,
                           env=child_env({}, CLKIT_DEBUG="valgrind"), timeout=60)
     assert proc.returncode == 1 and "CLKIT_DEBUG='valgrind' is not a debug mode" in proc.stderr
+
+
+def test_clkit_debug_oclgrind_reports_no_false_driver_error(simulator, tmp_path):
+    # pyopencl asks each device for NVIDIA's compute capability as it makes a kernel object;
+    # Oclgrind's API checks report the error of that query unless clkit keeps it from asking
+    script = tmp_path / "clean.py"
+    script.write_text(CLEAN + textwrap.dedent("""
+        import clkit
+        prg = clkit.Program.from_source(
+            "__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2.0f; }")
+        a = np.arange(5, dtype=np.float32)
+        prg.twice(a)
+        print(a.tolist())
+    """))
+    env = child_env({}, CLKIT_DEBUG="oclgrind")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[0.0, 2.0, 4.0, 6.0, 8.0]"
+    for command in (["devices"], ["info", "oclgrind"]):
+        listed = clkit_command(*command, env=env)
+        assert listed.returncode == 0, listed.stderr
+        proc.stderr += listed.stderr
+    assert "runtime error" not in proc.stderr and "CL_INVALID_VALUE" not in proc.stderr, \
+        proc.stderr
