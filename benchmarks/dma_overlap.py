@@ -127,7 +127,7 @@ def by_one_thread(lanes, knl, images, per_direction, context):
 
 def library(args):
     """clkit.map over pinned images: the library's event waits against blocking downloads."""
-    from clkit import _transfer
+    from clkit._memory import transfer as _transfer
 
     def blocking_download(queue, host, src, offset):
         cl.enqueue_copy(queue, host, src, src_offset=offset, is_blocking=True)

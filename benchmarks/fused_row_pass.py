@@ -19,8 +19,9 @@ import argparse
 import numpy as np
 
 import clkit
-from clkit.kernels import _conv_geometry as geo
-from clkit.kernels import _filter, gaussian_blur
+from clkit._engine import conv_geometry as geo
+from clkit._engine import filter as _filter
+from clkit.kernels import gaussian_blur
 from gpu_conv_sweep import kernel_median_ms  # benchmarks/: first on sys.path
 
 VARIANTS = [((8, 32, 4), 4), ((8, 32, 4), 8), ((8, 16, 8), 8), ((8, 16, 8), 4),

@@ -21,8 +21,9 @@ import sys
 import numpy as np
 
 import clkit
-from clkit.kernels import _conv_geometry as geo
-from clkit.kernels import _dispatch, gaussian_blur, gaussian_taps
+from clkit._engine import conv_geometry as geo
+from clkit._engine import dispatch as _dispatch
+from clkit.kernels import gaussian_blur, gaussian_taps
 from gpu_conv_sweep import kernel_median_ms  # benchmarks/ is the script's folder, first on sys.path
 
 SIGMAS = (3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0)

@@ -32,10 +32,11 @@ import numpy as np
 import pyopencl as cl
 
 import clkit
-from clkit import _tiers
-from clkit._launch import recording
-from clkit.kernels import _conv_geometry as geo
-from clkit.kernels import _dispatch, _filter, convolve, gaussian_blur
+from clkit._build.build import tiers as _tiers
+from clkit._launch.kernel.kernel import recording
+from clkit._engine import conv_geometry as geo
+from clkit._engine import dispatch as _dispatch, filter as _filter
+from clkit.kernels import convolve, gaussian_blur
 
 TILES = [(32, 4, 8, 4), (32, 4, 4, 6), (32, 4, 4, 4), (32, 8, 4, 4), (32, 8, 8, 4), (32, 8, 2, 4),
          (32, 4, 2, 8), (32, 4, 4, 8), (32, 2, 4, 8), (32, 8, 2, 2)]

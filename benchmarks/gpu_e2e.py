@@ -42,7 +42,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clkit
-from clkit import _transfer
+from clkit._memory import transfer as _transfer
 from clkit import kernels as ck
 from scale import kernel_ms, median_ms  # benchmarks/ is the script's folder, first on sys.path
 

@@ -3,7 +3,7 @@
     python benchmarks/gpu_probe.py [OUT_DIR]
 
 Kernel times are OpenCL event times of library calls on device arrays
-(clkit._launch.recording), against torch's CUDA event times; transfers are
+(clkit._launch.kernel.recording), against torch's CUDA event times; transfers are
 numpy in and out through clkit's staged copies against torch's pinned copies;
 with two or more GPUs, grayscale and convolution of a 16k x 16k image on one
 GPU and on two (numpy in, numpy out).  Prints a table; writes gpu_probe.json.
@@ -19,9 +19,9 @@ import pyopencl.array as cl_array
 import torch
 
 import clkit
-from clkit import _transfer
+from clkit._memory import transfer as _transfer
 from clkit import kernels as ck
-from clkit.kernels import _conv_geometry
+from clkit._engine import conv_geometry as _conv_geometry
 import scale  # benchmarks/ is the script's folder, first on sys.path
 from scale import median_ms
 

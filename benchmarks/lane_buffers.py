@@ -31,8 +31,9 @@ import sys
 
 import numpy as np
 
-from clkit import _transfer
-from clkit.kernels import _bands, _dispatch, _memory
+from clkit._memory import transfer as _transfer
+from clkit._engine import bands as _bands, dispatch as _dispatch
+from clkit._memory import pools as _memory
 import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
 POOLED = (_memory.band, _dispatch._upload)

@@ -2,7 +2,7 @@
 
     python benchmarks/lanes.py OUTDIR [--device SPEC] [--size WxH] [--batch N] [--repeat N]
 
-``clkit.map`` gives each GPU a few lanes (``clkit._map.LANES``), each a thread
+``clkit.map`` gives each GPU a few lanes (``clkit._launch.map.LANES``), each a thread
 with its own queue running one image's upload, kernels and download.  This
 runs the batches of ``gpu_e2e.py`` (``grayscale`` uint8 and ``convolve`` 5x5
 float32, default 32 images of 7680x4320) with each lane count in turn, twice
@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from clkit import _map
+from clkit._launch.kernel import map as _map
 import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
 COUNTS = (2, 3, 4, 6)

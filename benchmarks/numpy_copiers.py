@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import clkit
-from clkit import _transfer
+from clkit._memory import transfer as _transfer
 from clkit.kernels import convolve, grayscale
 
 

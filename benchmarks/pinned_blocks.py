@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import clkit
-from clkit import _pinned
+from clkit._memory import pinned as _pinned
 from clkit.kernels import grayscale
 
 dev = clkit.select("gpu")

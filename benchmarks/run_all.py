@@ -66,7 +66,7 @@ def main(argv=None) -> int:
                                      else "")
     sys.path.insert(0, str(ROOT))
     import clkit
-    from clkit._devices import select_many
+    from clkit._platform.devices import select_many
 
     spec = args.device
     devices = select_many("all" if spec.lower() == "all" else spec.split(","))

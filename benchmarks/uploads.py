@@ -48,7 +48,7 @@ def to_device_rates(device) -> None:
 
 
 def download_rates(device, rounds: int = 12) -> None:
-    from clkit import _transfer
+    from clkit._memory import transfer as _transfer
     host = np.full(100 << 20, 7, np.uint8)
     arr = clkit.to_device(host, device=device)
     pinned = clkit.pinned_like(host, device=device)

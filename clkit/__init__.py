@@ -5,20 +5,20 @@ Find devices (:func:`devices`, :func:`select`), load a ``.cl`` source
 or use the ready kernels of :mod:`clkit.kernels`.
 """
 
-from ._array import Array, empty
-from ._convert import LocalMemory
-from ._devices import Device, devices, select
+from ._build.tiers import background_builds
 from ._errors import (ArgumentTypeError, ArgumentValueError, BuildError, ClkitError,
                       DeviceNotFoundError, LaunchError, NoOpenCLError, OutOfDeviceMemoryError)
-from ._launch import Kernel, Launch
-from ._map import map
-from ._pinned import is_pinned, pinned_empty, pinned_like
-from ._program import Program, load
-from ._runtime import Runtime, runtime
-from ._tiers import background_builds
-from ._transfer import to_device
-from ._trace import Trace, trace
-from ._trace import from_environment as _trace_from_environment
+from ._launch.convert import LocalMemory
+from ._launch.kernel import Kernel, Launch
+from ._launch.map import map
+from ._launch.program import Program, load
+from ._memory.array import Array, empty
+from ._memory.pinned import is_pinned, pinned_empty, pinned_like
+from ._memory.transfer import to_device
+from ._platform.devices import Device, devices, select
+from ._platform.runtime import Runtime, runtime
+from ._trace.trace import Trace, trace
+from ._trace.trace import from_environment as _trace_from_environment
 
 __version__ = "0.1.0"
 

@@ -22,8 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 import clkit  # noqa: E402
-from clkit import _transfer  # noqa: E402
-from clkit._devices import select_many  # noqa: E402
+from clkit._memory import transfer as _transfer  # noqa: E402
+from clkit._platform.devices import select_many  # noqa: E402
 
 from _reference import reporting, skip_on_simulator  # noqa: E402
 from _where import INSTALLED  # noqa: E402
@@ -74,7 +74,7 @@ def rng():
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A fresh, empty disk cache and no in-memory builds."""
-    from clkit import _build
+    from clkit._build.build import build as _build
     folder = tmp_path / "cache"
     monkeypatch.setenv("CLKIT_CACHE_DIR", str(folder))
     monkeypatch.delenv("CLKIT_CACHE", raising=False)

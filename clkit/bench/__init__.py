@@ -14,7 +14,7 @@ once and hands out :class:`Variant` s, one call each:
   ``cupy`` and ``torch_e2e`` (numpy in and out through torch);
 - per OpenCL device, ``clkit_kernel``: a library call on device arrays (with
   ``out=``), timed by the profiling events of the kernels it enqueued (see
-  :func:`clkit._launch.recording`); and ``clkit_e2e``: the same call with
+  :func:`clkit._launch.kernel.recording`); and ``clkit_e2e``: the same call with
   numpy in and numpy out, transfers included, timed by the wall clock.
 
 Every variant runs once to warm up (builds, caches, first touch of memory),

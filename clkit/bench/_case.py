@@ -12,8 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from .._devices import Device
-from .._runtime import runtime
+from .._platform.devices import Device
+from .._platform.runtime import runtime
 from ._optional import Unavailable, has_cupy, optional, torch_device
 from ._sizes import Sizes
 from ._timing import Variant

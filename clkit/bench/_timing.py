@@ -7,9 +7,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .._devices import Device
-from .._launch import recording
-from .._tiers import tier
+from .._build.tiers import tier
+from .._launch.kernel import recording
+from .._platform.devices import Device
 from ._optional import optional
 
 MIN_RUNS = 3

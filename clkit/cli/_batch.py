@@ -16,10 +16,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .. import _imageio
 from .._errors import ArgumentTypeError, ArgumentValueError
-from .._devices import select, select_many
-from .._map import map as clkit_map
+from .._io import imageio as _imageio
+from .._launch.map import map as clkit_map
+from .._platform.devices import select, select_many
 from ._command import UsageError
 
 #: Failures that concern one input file (its contents, its output, its size): reported with

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _imageio, kernels
+from .. import kernels
+from .._io import imageio as _imageio
 from . import _types
 from ._batch import devices_of, for_each_file
 from ._command import Command

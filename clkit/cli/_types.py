@@ -11,7 +11,7 @@ import math
 import re
 
 from .._errors import ClkitError
-from ..kernels._masks import mask_from_spec
+from .._io.masks import mask_from_spec
 
 
 def _number(text: str, what: str) -> float:
@@ -95,7 +95,7 @@ def weights(text):
 
 
 def mask(text):
-    """A ``--mask`` spec (see :func:`clkit.kernels._masks.mask_from_spec`), as its array."""
+    """A ``--mask`` spec (see :func:`clkit._io.masks.mask_from_spec`), as its array."""
     try:
         return mask_from_spec(text)
     except (ClkitError, OSError) as exc:

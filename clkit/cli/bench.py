@@ -15,8 +15,8 @@ import warnings
 import pyopencl as cl
 
 from .. import bench as _bench
-from .._devices import select_many
 from .._files import atomic_write
+from .._platform.devices import select_many
 from . import _types
 from ._command import Command
 from ._outputs import check_plot, output_folder

@@ -2,7 +2,7 @@
 
 The script runs in a child process on the Oclgrind simulator (``CLKIT_DEVICE=oclgrind``) with
 its checks on: out-of-bounds and unaligned accesses, data races, reads of uninitialised values,
-barriers a work-group does not all reach, and failed OpenCL calls (see :mod:`clkit._oclgrind`).
+barriers a work-group does not all reach, and failed OpenCL calls (see :mod:`clkit._platform.oclgrind`).
 The script's output passes through; Oclgrind's diagnostics are shown on stderr as they come, and
 a last line counts them.  Exit status: 1 if there was any diagnostic, else the script's own.
 """
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import _oclgrind
+from .._platform import oclgrind as _oclgrind
 from ._command import Command, UsageError
 from ._script import add_script_arguments, script_to_run
 

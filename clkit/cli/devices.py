@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .._devices import devices, select
 from .._errors import ClkitError
+from .._platform.devices import devices, select
 from ._command import Command
 
 

@@ -8,16 +8,16 @@ import sys
 import numpy as np
 import pyopencl as cl
 
-from .. import _icd
-from .._cache import cache_dir
-from .._devices import Device, all_devices, devices, select
+from .._build.cache import cache_dir
 from .._errors import ClkitError, LaunchError
+from .._platform import icd as _icd
+from .._platform.devices import Device, all_devices, devices, select
 from ._command import Command
 
 
 def smoke_test(device: Device) -> None:
     """Build and run a tiny kernel on ``device``; raise if its result is wrong."""
-    from .._program import Program
+    from .._launch.program import Program
     prg = Program.from_source("__kernel void clkit_doctor(__global int* x) "
                               "{ x[get_global_id(0)] = 3 * (int)get_global_id(0); }",
                               name="<doctor>")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import kernels
-from .._devices import select
+from .._platform.devices import select
 from ._command import Command
 
 

@@ -6,7 +6,7 @@ import json
 
 import pyopencl as cl
 
-from .._devices import select
+from .._platform.devices import select
 from ._command import Command
 
 _BYTES = ("global_mem", "local_mem", "max_alloc", "max_constant_buffer_size",

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _imageio, kernels
-from .._devices import select
+from .. import kernels
 from .._errors import ClkitError
-from ..kernels._palette import colorize, full_view
+from .._io import imageio as _imageio
+from .._io.palette import colorize, full_view
+from .._platform.devices import select
 from . import _types
 from ._command import Command, UsageError
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _imageio, kernels
+from .. import kernels
 from .._errors import ArgumentValueError
+from .._io import imageio as _imageio
 from . import _types
 from ._batch import devices_of, for_each_file
 from ._command import Command, UsageError

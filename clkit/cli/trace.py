@@ -17,7 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .._trace import LIMIT, Trace
+from .._trace.trace import LIMIT, Trace
 from ._command import Command, Parser
 from ._outputs import check_plot, output_folder
 from ._script import add_script_arguments, script_to_run

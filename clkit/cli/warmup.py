@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._devices import select
-from ..kernels._border import MODES
-from ..kernels._filter import IMAGE_DTYPES
+from .._engine.border import MODES
+from .._engine.filter import IMAGE_DTYPES
+from .._platform.devices import select
 from . import _types
 from ._command import Command
 

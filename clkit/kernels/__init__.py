@@ -12,14 +12,14 @@ reuse; temporaries and results come from memory pools, together at most an
 eighth of each device's memory unused (:func:`release_memory` empties them).
 """
 
+from .._engine.taps import gaussian_taps
+from .._memory.pools import release_memory
 from ._convolve import convolve, gaussian_blur
 from ._depth import depth_to_points
 from ._elementwise import vector_add
 from ._grayscale import gray_weights, grayscale
 from ._hello import hello
 from ._mandelbrot import mandelbrot
-from ._taps import gaussian_taps
-from ._memory import release_memory
 from ._warmup import warmup
 
 __all__ = ["convolve", "depth_to_points", "gaussian_blur", "gaussian_taps", "gray_weights",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import array
-from ._dispatch import run
-from ._filter import Filter, loadable, remembered
+from .._engine.checks import array
+from .._engine.dispatch import run
+from .._engine.filter import Filter, loadable, remembered
 
 
 def convolve(image, mask, mode="reflect", cval=0.0, out=None, device=None):

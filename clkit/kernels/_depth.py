@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _transfer
+from .._engine.checks import array, check_dtype, check_ndim, check_number, is_device_array
+from .._engine.dispatch import CL_TYPES, Operation, program, run
 from .._errors import ArgumentTypeError, ArgumentValueError
-from . import _memory
-from ._checks import array, check_dtype, check_ndim, check_number, is_device_array
-from ._dispatch import CL_TYPES, Operation, program, run
+from .._memory import transfer as _transfer
+from .._memory import pools as _memory
 
 
 def _shape(device, dtype) -> tuple[int, int]:

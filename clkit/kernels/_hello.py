@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _transfer
-from .._devices import select
-from .._runtime import runtime
-from . import _memory
-from ._dispatch import program, round_up
+from .._engine.dispatch import program, round_up
+from .._memory import transfer as _transfer
+from .._memory import pools as _memory
+from .._platform.devices import select
+from .._platform.runtime import runtime
 
 
 def hello(device=None) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._devices import select_many
+from .._engine.checks import check_dtype, check_number, is_device_array, require_fp64
+from .._engine.dispatch import (CL_TYPES, Operation, home_device, is_multi, program, round_up, run,
+                                run_rows)
 from .._errors import ArgumentValueError
-from ._checks import check_dtype, check_number, is_device_array, require_fp64
-from ._dispatch import CL_TYPES, Operation, home_device, is_multi, program, round_up, run, \
-    run_rows
+from .._platform.devices import select_many
 
 LOCAL = (16, 8)
 

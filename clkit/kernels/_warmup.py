@@ -6,12 +6,12 @@ import time
 
 import numpy as np
 
-from .. import _tiers
-from .._devices import select
+from .._build import tiers as _tiers
+from .._engine.border import MODES
+from .._engine.filter import IMAGE_DTYPES
 from .._errors import ArgumentTypeError, ArgumentValueError
-from ._border import MODES
+from .._platform.devices import select
 from ._convolve import convolve, gaussian_blur
-from ._filter import IMAGE_DTYPES
 
 
 def warmup(masks=(), sigmas=(), *, dtypes=("float32",), modes=("reflect",), channels=(1,),

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._devices import ranked
+from .._engine import dispatch as _dispatch
+from .._engine.filter import Filter, loadable
 from .._errors import ClkitError
-from ..kernels import _dispatch, _elementwise, _grayscale, _mandelbrot
-from ..kernels._filter import Filter, loadable
+from .._platform.devices import ranked
+from ..kernels import _elementwise, _grayscale, _mandelbrot
 
 __all__ = ["RankError", "convolve", "gaussian_blur", "grayscale", "local_device", "mandelbrot",
            "vector_add"]

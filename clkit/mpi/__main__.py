@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import sys
 
-from .. import _imageio
 from .. import mpi as library
 from .._errors import ClkitError
+from .._io import imageio as _imageio
 from ..cli import Parser, UsageError, add_command
 from ..cli.mandelbrot import Mandelbrot
 from . import RankError, _comm, _together

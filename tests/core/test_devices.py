@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import clkit
-from clkit import _devices, _icd
+from clkit._platform import devices as _devices, icd as _icd
 
 from _where import CWD, child_env
 

@@ -27,7 +27,10 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit import _build, _launch, _runtime, _tiers, _transfer
+from clkit._build.build import build as _build, tiers as _tiers
+from clkit._launch.kernel import kernel as _launch
+from clkit._platform import runtime as _runtime
+from clkit._memory import transfer as _transfer
 from clkit._errors import DeviceRef, DriverError
 from clkit.kernels import convolve
 

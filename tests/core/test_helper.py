@@ -19,7 +19,8 @@ import types
 import numpy as np
 import pytest
 
-from clkit import _devices, _helper, _tiers
+from clkit._platform import devices as _devices
+from clkit._build.build import helper as _helper, tiers as _tiers
 from clkit._errors import DeviceNotFoundError
 from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gaussian_radius,
                         gaussian_reference)

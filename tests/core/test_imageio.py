@@ -1,4 +1,4 @@
-"""clkit._imageio: what each kind of file reads as, whole-or-nothing writes, PLY, errors.
+"""clkit._io.imageio: what each kind of file reads as, whole-or-nothing writes, PLY, errors.
 
 No OpenCL here: these are the file-format rules the ``clkit`` image commands
 rely on, tested directly on small files in tmp_path.
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clkit import _imageio
-from clkit._imageio import atomic_write, list_images, read_image, write_image, write_ply
+from clkit._io import imageio as _imageio
+from clkit._io.imageio import atomic_write, list_images, read_image, write_image, write_ply
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 
 import clkit
-from clkit import _build
+from clkit._build.build import build as _build
 
 from _reference import BLOCK_SUMS, SAXPY
 
@@ -158,7 +158,7 @@ def test_numpy_arguments_on_shared_memory_devices_are_used_in_place(device, rng,
     """On a device that shares the host's memory (CPU drivers) a waited-for call reads and writes
     the numpy arrays themselves, with no buffers copied; elsewhere, or with ``wait=False``, they
     are copied in and out."""
-    from clkit import _transfer
+    from clkit._memory import transfer as _transfer
     prg = clkit.Program.from_source(SAXPY, device=device)
     made = []
     real_buffer = cl.Buffer
@@ -205,7 +205,7 @@ def test_numpy_arrays_off_the_types_alignment_are_copied(device, rng, monkeypatc
     """A numpy array is used in place only where it starts as a buffer of its type would (on 16
     bytes, 32 for a float8, and what the driver needs to use host memory in place); others are
     copied. The results are the same."""
-    from clkit import _transfer
+    from clkit._memory import transfer as _transfer
     src = """
     __kernel void scale8(__global const float8* a, __global float8* out)
     {

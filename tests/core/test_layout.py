@@ -19,14 +19,14 @@ KERNELS_CL = PACKAGE.parent / "kernels_cl"
 # modules ("clkit" for its __init__ only). A new module gets a place here: the layer whose
 # modules it may use.
 LAYERS = [
-    ("foundation", ["clkit._errors", "clkit._files", "clkit._icd", "clkit._oclgrind",
-                    "clkit._signature", "clkit._source", "clkit._cache", "clkit._imageio"]),
-    ("devices", ["clkit._devices"]),
-    ("runtime", ["clkit._runtime", "clkit._trace", "clkit._trace_export"]),
-    ("build/array", ["clkit._build", "clkit._helper", "clkit._tiers", "clkit._array",
-                     "clkit._pinned", "clkit._transfer"]),
-    ("launch", ["clkit._launch", "clkit._convert", "clkit._prepared", "clkit._work_sizes"]),
-    ("program", ["clkit._program", "clkit._map", "clkit"]),
+    ("foundation", ["clkit._errors", "clkit._files", "clkit._platform.icd", "clkit._platform.oclgrind",
+                    "clkit._build.signature", "clkit._build.source", "clkit._build.cache", "clkit._io.imageio"]),
+    ("devices", ["clkit._platform.devices"]),
+    ("runtime", ["clkit._platform.runtime", "clkit._trace.trace", "clkit._trace.export"]),
+    ("build/array", ["clkit._build.build", "clkit._build.helper", "clkit._build.tiers", "clkit._memory.array",
+                     "clkit._memory.pinned", "clkit._memory.transfer"]),
+    ("launch", ["clkit._launch.kernel", "clkit._launch.convert", "clkit._launch.prepared", "clkit._launch.work_sizes"]),
+    ("program", ["clkit._launch.program", "clkit._launch.map", "clkit"]),
     ("kernels library", ["clkit.kernels"]),
     ("cli/bench/mpi", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.dask", "clkit.__main__"]),
 ]
@@ -117,10 +117,10 @@ def test_no_import_cycle():
 
 def test_the_walk_sees_imports():
     # a check of the checker: known edges of each kind of import statement
-    assert "clkit._errors" in GRAPH["clkit._devices"]  # from ._errors import ...
-    assert "clkit._oclgrind" in GRAPH["clkit._devices"]  # from . import _icd, _oclgrind
-    assert "clkit.kernels._masks" in GRAPH["clkit.cli._types"]  # from ..kernels._masks import
-    assert "clkit._imageio" in GRAPH["clkit.kernels._masks"]  # inside a function
+    assert "clkit._errors" in GRAPH["clkit._platform.devices"]  # from ._errors import ...
+    assert "clkit._platform.oclgrind" in GRAPH["clkit._platform.devices"]  # from . import _icd, _oclgrind
+    assert "clkit._io.masks" in GRAPH["clkit.cli._types"]  # from ..kernels._masks import
+    assert "clkit._io.imageio" in GRAPH["clkit._io.masks"]  # inside a function
 
 
 def _line_count_cases():

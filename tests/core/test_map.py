@@ -248,8 +248,8 @@ def test_lanes_on_one_queue_give_the_same_results(device, rng, monkeypatch, one_
     take turns on one queue: images of several sizes, so that the grids differ."""
     if device.simulator:
         pytest.skip("the simulator runs a batch one image at a time")
-    monkeypatch.setattr(clkit._map, "one_launch_at_a_time", lambda d: one_queue)
-    monkeypatch.setattr(clkit._map, "_lane_queues", {})
+    monkeypatch.setattr(clkit._launch.map, "one_launch_at_a_time", lambda d: one_queue)
+    monkeypatch.setattr(clkit._launch.map, "_lane_queues", {})
     queues = set()
 
     def blur(image, device):
@@ -260,7 +260,7 @@ def test_lanes_on_one_queue_give_the_same_results(device, rng, monkeypatch, one_
     for image, result in zip(images, clkit.map(blur, images, device=device)):
         assert_close_scaled(result, scipy.ndimage.gaussian_filter(image.astype(np.float64), 1.2),
                             1.0, ulps=64, what=f"image of shape {image.shape}")
-    assert len(queues) == 1 if one_queue else 1 <= len(queues) <= clkit._map.LANES["gpu"], queues
+    assert len(queues) == 1 if one_queue else 1 <= len(queues) <= clkit._launch.map.LANES["gpu"], queues
 
 
 def test_leaving_the_loop_early_stops_the_batch(device, rng):
@@ -283,11 +283,11 @@ def test_bad_arguments_say_what_to_pass():
 
 def test_on_a_gpu_each_image_stays_on_its_lane(discrete, rng, monkeypatch):
     """A lane's image is not cut into tiles on the device's shared queues: the lane's queue only."""
-    from clkit import _transfer
-    from clkit.kernels import _bands
+    from clkit._memory import transfer as _transfer
+    from clkit._engine import bands as _bands
     device, staged = discrete
     monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
-    lane_queues = {id(q) for q in clkit._map._queues(clkit.runtime(device), 8)}
+    lane_queues = {id(q) for q in clkit._launch.map._queues(clkit.runtime(device), 8)}
     used = []
     staged_upload = _transfer.Staging.upload
 

@@ -22,7 +22,7 @@ import pytest
 
 import clkit
 import clkit.cli
-from clkit._source import library_dir
+from clkit._build.source import library_dir
 
 from _where import CWD, INSTALLED, REPO, child_env, pythonpath
 
@@ -133,7 +133,7 @@ def test_a_copy_installed_from_this_tree_runs_from_anywhere(tmp_path):
     elsewhere.mkdir()
     # ahead of whatever the environment adds (pyopencl may live on PYTHONPATH)
     env = dict(os.environ, PYTHONPATH=pythonpath(target))
-    code = ("import clkit, clkit._source as s; print(clkit.__file__); print(s.library_dir()); "
+    code = ("import clkit, clkit._build.source as s; print(clkit.__file__); print(s.library_dir()); "
             "print(clkit.load('grayscale').origin)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=elsewhere, timeout=120)

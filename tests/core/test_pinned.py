@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import clkit
-from clkit import _pinned
+from clkit._memory import pinned as _pinned
 from clkit import kernels as ck
 
 from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gray_reference,

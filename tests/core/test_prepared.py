@@ -8,8 +8,8 @@ import pyopencl as cl
 import pytest
 
 import clkit
-from clkit import _launch
-from clkit._prepared import Prepared
+from clkit._launch.kernel import kernel as _launch
+from clkit._launch.kernel.prepared import Prepared
 from clkit.kernels import convolve, gaussian_blur, grayscale, vector_add
 
 from _reference import (SAXPY, assert_close_scaled, convolve_reference, filter_ulps,
@@ -89,7 +89,7 @@ def test_library_calls_after_the_first_skip_the_checks(device, rng, checked_call
     outs = [clkit.empty(image.shape, np.float32, device=device) for _ in range(2)]
     calls = [lambda: vector_add(d_image, d_image, out=outs[0]), lambda: grayscale(d_rgb),
              lambda: convolve(d_image, mask, out=outs[1]), lambda: gaussian_blur(d_image, 1.5)]
-    with clkit._tiers.tier("specialised"):
+    with clkit._build.tiers.tier("specialised"):
         for call in calls:
             call()
         first = checked_calls[0]

@@ -20,10 +20,10 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
-from clkit import _build, _tiers
-from clkit._runtime import simulator_in_use
-from clkit.kernels._conv_geometry import geometry as _geometry
-from clkit.kernels._filter import Filter
+from clkit._build.build import build as _build, tiers as _tiers
+from clkit._platform.runtime import simulator_in_use
+from clkit._engine.conv_geometry import geometry as _geometry
+from clkit._engine.filter import Filter
 from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
                         gaussian_radius, gaussian_reference, need_fp64, random_image,
                         reporting, result_dtype)
@@ -180,20 +180,20 @@ def test_a_pending_conversion_build_gives_way_to_the_quick_one(device, rng, monk
     quick build's to_acc, ready in this process, not by a build or first launch in the call."""
     if device.type != "cpu" or device.simulator:
         pytest.skip("the quick tier serves CPU drivers")
-    from clkit.kernels import _convolve_tiers
+    from clkit._engine import convolve_tiers as _convolve_tiers
     convert = _convolve_tiers.program("convolve_generic", options=(),
                                       **_convolve_tiers.convert_defines(np.dtype(np.float32)))
     monkeypatch.setattr(_tiers, "pending", lambda program, dev: program is convert)
     monkeypatch.setattr(_convolve_tiers, "_quick_convert_ready",
                         {(device, np.dtype(np.float32))})
     launched = []
-    call = clkit._launch.Kernel.__call__
+    call = clkit._launch.kernel.Kernel.__call__
 
     def spy(self, *args, **kwargs):
         launched.append((self.name, self.program.options))
         return call(self, *args, **kwargs)
 
-    monkeypatch.setattr(clkit._launch.Kernel, "__call__", spy)
+    monkeypatch.setattr(clkit._launch.kernel.Kernel, "__call__", spy)
     image = random_image(rng, (20, 50), np.uint8)
     mask = rng.standard_normal((3, 3))
     with _tiers.tier("generic"):
@@ -377,7 +377,7 @@ def test_the_first_plan_queues_to_acc_and_on_cpus_the_generic_program(device, mo
     # to_acc everywhere (a GPU's first image of another dtype waited for it); the generic
     # program on CPU drivers only (a GPU's first convolution builds it in the call)
     from _reference import reporting
-    from clkit.kernels import _filter
+    from clkit._engine import filter as _filter
     queued = []
     monkeypatch.setattr(_tiers, "prebuild", lambda program, dev, prime=None, first=False,
                         after=None: queued.append(program.options) or True)

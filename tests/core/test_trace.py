@@ -18,7 +18,9 @@ import pytest
 from scipy import ndimage
 
 import clkit
-from clkit import _tiers, _trace, _transfer
+from clkit._build.build import tiers as _tiers
+from clkit._trace.trace import trace as _trace
+from clkit._memory import transfer as _transfer
 from clkit.kernels import gaussian_blur, vector_add
 
 from _where import CWD, REPO, child_env

@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 
 import clkit
-from clkit import _pinned, _transfer
+from clkit._memory import pinned as _pinned, transfer as _transfer
 from clkit import kernels as ck
 
 from _reference import (SAXPY, assert_close_scaled, assert_counts_equal, convolve_reference,
@@ -182,7 +182,7 @@ def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng, mo
 
 def test_a_large_numpy_call_overlaps_its_tiles_on_a_gpu(discrete, rng, monkeypatch):
     """Large enough, one call goes in tiles over two queues: one uploads while another downloads."""
-    from clkit.kernels import _bands
+    from clkit._engine import bands as _bands
     device, staged = discrete
     monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
     monkeypatch.setattr(_pinned, "POOL_BYTES", 0)  # results staged too: each tile counted
@@ -218,7 +218,7 @@ def test_a_large_numpy_call_overlaps_its_tiles_on_a_gpu(discrete, rng, monkeypat
 def test_a_wrapped_buffer_is_the_array_pyopencl_makes(device, shape, dtype):
     """The library's quick wrapping of a buffer as a device array (numpy memory used in place,
     pooled memory) makes what pyopencl's own constructor makes."""
-    from clkit._array import wrap
+    from clkit._memory.array import wrap
     rt = clkit.runtime(device)
     dtype = np.dtype(dtype)
     buf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE,

@@ -7,7 +7,7 @@ cannot be switched on inside the test process).  The child runs every case of
 the group on the Oclgrind device, one after the other in one OpenCL context, as
 a user's script makes its calls (each call's buffers land where earlier calls
 freed theirs, which is where the uninitialised-value check once went wrong,
-see clkit.kernels._memory.scratch); each case checks its
+see clkit._memory.pools.scratch); each case checks its
 result against an independent reference and waits for every queue, and the
 child then reads what Oclgrind wrote on stderr during that case.  It prints
 one JSON line per case: the case's name, seconds, the diagnostics, the other
@@ -394,7 +394,7 @@ GPU_CONVOLVE = [one(f"gpu-convolve[{mode}-{kind}]", mode, kind) for mode in MODE
 def _gpu_convolve(dev, mode, kind, shape=(13, 70)):
     """70 columns: two work-groups of 64 elements, one whose tile lies inside the row and one
     that folds; 35 rows: two work-groups of 32 rows."""
-    from clkit.kernels import _conv_geometry
+    from clkit._engine import conv_geometry as _conv_geometry
     assert _conv_geometry.geometry(dev, 5, 4, 1, 4, False).variant == "gpu"
     convolve_case(dev, mode, kind, shape=shape)
 
@@ -435,7 +435,8 @@ def _gpu_streamed(dev, kind, mode):
     """The 2-D kernel and the one-kernel Gaussian streamed through registers: 70 columns (a
     work-group's vectors inside the row, and folded ones at both ends), rows shared between
     the work-items of a group and between groups."""
-    from clkit.kernels import _conv_geometry, _dispatch, convolve, gaussian_blur
+    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit.kernels import convolve, gaussian_blur
     shipped = _conv_geometry.GPU_STREAM_2D, _conv_geometry.FUSED_STREAM
     _conv_geometry.GPU_STREAM_2D = _conv_geometry.FUSED_STREAM = (16, 2, 4)
     _dispatch.forget()
@@ -566,7 +567,7 @@ class _Skip(Exception):
 @contextlib.contextmanager
 def _setup(group, dev):
     """Make the device or the library take the paths a group is about, and check they did."""
-    from clkit.kernels import _bands
+    from clkit._engine import bands as _bands
     from _reference import reporting
     speed, run, tiles = _bands.speed, _bands.run, _bands.tiles
     seen = []  # (device, number of tiles) of every band run
@@ -610,8 +611,8 @@ def _setup(group, dev):
 
 def _finish_all():
     """Wait for every queue clkit made, so that all of a case's reports are out."""
-    from clkit import _runtime
-    from clkit.kernels import _bands
+    from clkit._platform import runtime as _runtime
+    from clkit._engine import bands as _bands
     for rt in list(_runtime._runtimes.values()):
         rt.queue.finish()
     for qs in list(_bands._queues.values()):
@@ -632,7 +633,8 @@ def run_group(group: str, names=None) -> int:
     out = sys.stdout
     try:
         import clkit
-        from clkit import _launch, _oclgrind
+        from clkit._launch.kernel import kernel as _launch
+        from clkit._platform import oclgrind as _oclgrind
         launches = [0]
         call = _launch.Kernel.__call__
 

@@ -18,7 +18,7 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit import _tiers
+from clkit._build.build import tiers as _tiers
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -95,7 +95,7 @@ def _unoptimised_gpu_layout():
     between barriers), 0.5 s without it; the kernels compute the same IEEE operations on the
     same values, and what they are tested for here is the layout's indexing and border logic
     (on GPUs their own compiler builds them)."""
-    from clkit.kernels import _filter
+    from clkit._engine import filter as _filter
     original = _filter.program
 
     def program(name, options=(), **defines):

@@ -248,7 +248,7 @@ def as_gpu(device):
 
 
 def zero_tap_case(device, rng, name, mode, cval, shape):
-    from clkit.kernels._filter import Filter
+    from clkit._engine.filter import Filter
     make, separable, large = ZERO_TAP_MASKS[name]
     if large:
         skip_on_simulator(device, f"the {name} mask")
@@ -404,7 +404,8 @@ def test_convolve_non_contiguous_image_and_mask(device, rng):
 def test_each_kernel_takes_one_local_size_whatever_the_width(device, rng, monkeypatch, tier):
     """A driver such as PoCL compiles a kernel again for each new local size: a new image width
     must not choose one."""
-    from clkit import _launch, _tiers
+    from clkit._launch.kernel import kernel as _launch
+    from clkit._build.build import tiers as _tiers
     sizes = {}
     enqueue = _launch._enqueue
 
@@ -610,7 +611,7 @@ def test_gaussian_wrong_arguments(device):
 @pytest.mark.parametrize("shape,mask_shape", [((37, 71), (5, 5)), ((9, 133, 3), (4, 7)),
                                               ((1, 1), (3, 3)), ((70, 5), (9, 2))])
 def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
-    from clkit.kernels import _conv_geometry
+    from clkit._engine import conv_geometry as _conv_geometry
     image = rng.random(shape, dtype=np.float32)
     mask = rng.random(mask_shape)
     assert _conv_geometry.geometry(as_gpu, *mask_shape, 1, 4, False).variant == "gpu"
@@ -635,9 +636,9 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
     ((17, 132), (5, 5), np.float64), ((19, 72), (3, 3), np.int32)], ids=str)
 def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape,
                                            dtype):
-    from clkit import _tiers
-    from clkit.kernels import _conv_geometry, _dispatch
-    from clkit.kernels._filter import Filter
+    from clkit._build.build import tiers as _tiers
+    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine.filter import Filter
     if dtype == np.float64:
         need_fp64(as_gpu)
     image = random_image(rng, shape, dtype)
@@ -673,7 +674,7 @@ def test_gpu_variant_zero_weights(as_gpu, rng, name, mode, cval):
 def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
     # With 12 KiB of local memory a 13-row mask is applied 6 rows at a time: the chunk's first
     # row is known only at run time, and so is which of its taps are used.
-    from clkit.kernels import _conv_geometry
+    from clkit._engine import conv_geometry as _conv_geometry
     with reporting(as_gpu, local_mem=12 * 1024):
         mask = zero_rows_and_columns(rng, (13, 3), [0, 5, 6, 12], [1])
         assert _conv_geometry.geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
@@ -729,8 +730,8 @@ def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, monkeypatch, mode, sigma
 
 
 def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
-    from clkit.kernels import _conv_geometry, _dispatch
-    from clkit.kernels._filter import Filter
+    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine.filter import Filter
     if as_gpu.simulator and (np.max(sigma) > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     # masks as tall as the kernel takes (57 rows), beyond those it is shipped for
@@ -758,8 +759,8 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
                                          (1.5, (5, 2, 3)),
                                          (3.0, (70, 264)), (9.0, (90, 141))], ids=str)
 def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
-    from clkit.kernels import _conv_geometry, _dispatch
-    from clkit.kernels._filter import Filter
+    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine.filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS",
@@ -773,7 +774,7 @@ def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
         filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
         defines = filt._program(as_gpu)[1].defines
         assert ("ROW_SX" in defines, "COL_SY" in defines) == (rows is not None, cols is not None)
-        with clkit._tiers.tier("specialised"):
+        with clkit._build.tiers.tier("specialised"):
             results.append(ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu))
     _dispatch.forget()
     streamed, tiles = results
@@ -808,8 +809,8 @@ STREAM_CASES = [("convolve", (9, 9), (29, 300), np.float32),
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", STREAM_CASES, ids=str)
 def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
-    from clkit.kernels import _conv_geometry, _dispatch
-    from clkit.kernels._filter import Filter
+    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine.filter import Filter
     kind, size, shape, dtype = case
     if as_gpu.simulator and (np.max(size) > 2 and kind == "gaussian" or np.max(shape) > 150
                              or mode not in ("reflect", "constant", "wrap")):
@@ -835,7 +836,7 @@ def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
         _dispatch.forget()
         defines = build_defines(make(), as_gpu)
         assert ("STREAM_2D" in defines or "STREAM" in defines) == (stream is not None), defines
-        with clkit._tiers.tier("specialised"):
+        with clkit._build.tiers.tier("specialised"):
             results.append(call())
     _dispatch.forget()
     streamed, tiles = results
@@ -869,7 +870,7 @@ def build_defines(filt, device) -> dict:
 
 def baked_case(device, rng, case):
     """Case ``case`` of BAKED_CASES: (sigma, the defines with its weights, image, filter)."""
-    from clkit.kernels._filter import Filter
+    from clkit._engine.filter import Filter
     sigma, baked = BAKED_CASES[case]
     if max(sigma) > 5:
         skip_on_simulator(device, "a blur of sigma 10")
@@ -880,8 +881,8 @@ def baked_case(device, rng, case):
 
 @pytest.mark.parametrize("case", list(BAKED_CASES))
 def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, case):
-    from clkit import _tiers
-    from clkit.kernels import _dispatch, _filter
+    from clkit._build.build import tiers as _tiers
+    from clkit._engine import dispatch as _dispatch, filter as _filter
     sigma, baked, image, filt = baked_case(as_gpu, rng, case)
     defines = build_defines(filt, as_gpu)
     assert BAKED & set(defines) == baked
@@ -909,8 +910,8 @@ def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, c
 def test_gpu_masks_past_the_constant_buffer_go_to_global_memory(as_gpu, rng, monkeypatch, case):
     """Masks over the device's constant buffer are read from __global memory, with the same
     sums, and then no weights are built in: the program's tables are __constant."""
-    from clkit import _tiers
-    from clkit.kernels import _dispatch, _filter
+    from clkit._build.build import tiers as _tiers
+    from clkit._engine import dispatch as _dispatch, filter as _filter
     sigma, _, image, filt = baked_case(as_gpu, rng, case)
     assert "MASK_SPACE" not in build_defines(filt, as_gpu)
     with _tiers.tier("specialised"):
@@ -930,7 +931,7 @@ def test_gpu_masks_past_the_constant_buffer_go_to_global_memory(as_gpu, rng, mon
 def test_gpu_two_passes_keep_their_factors_in_constant_memory(as_gpu, monkeypatch):
     """The two passes take the mask's factors: a sigma-25 blur (201x201 taps, 158 KiB as one
     mask) keeps its 2 x 201 weights in the 64 KiB of constant memory of an NVIDIA GPU."""
-    from clkit.kernels import _filter
+    from clkit._engine import filter as _filter
     monkeypatch.setattr(_filter, "constant_bytes", lambda device: 64 * 1024)
     image = np.zeros((300, 300), np.float32)
     filt = _filter.Filter.for_gaussian("gaussian_blur", image, 25.0, "reflect", 0.0, 4.0)
@@ -943,7 +944,7 @@ def test_gpu_two_passes_keep_their_factors_in_constant_memory(as_gpu, monkeypatc
 
 
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
-    from clkit.kernels import _conv_geometry
+    from clkit._engine import conv_geometry as _conv_geometry
     monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
     monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE4", (8, 32, 8))
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
@@ -963,7 +964,7 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
         assert _conv_geometry.fused(as_gpu, 81, 81, 1, 4) is None  # two passes, as above
         image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
         mask = np.outer(rng.standard_normal(81), rng.standard_normal(3))
-        from clkit.kernels._filter import Filter
+        from clkit._engine.filter import Filter
         filt = Filter.for_mask("convolve", image, mask, "reflect", 0.0)
         assert filt._program(as_gpu)[1].variant == "gpu"  # the two passes
         expected, scale = convolve_reference(image, mask)

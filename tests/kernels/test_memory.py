@@ -8,7 +8,7 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
-from clkit.kernels import _memory
+from clkit._memory import pools as _memory
 
 from _reference import reporting
 

@@ -16,7 +16,7 @@ import pytest
 
 import clkit
 from clkit import kernels as ck
-from clkit.kernels import _bands
+from clkit._engine import bands as _bands
 
 from _reference import convolve_reference
 from _where import CWD
@@ -155,7 +155,7 @@ def test_speeds_are_measured_once_per_kernel_and_device():
 def test_devices_of_pocl_4_and_5_take_turns():
     from types import SimpleNamespace
 
-    from clkit._devices import one_launch_at_a_time, turns
+    from clkit._platform.devices import one_launch_at_a_time, turns
 
     def fake(platform, version):
         return SimpleNamespace(platform=platform,

@@ -12,7 +12,7 @@ import scipy.ndimage
 
 import clkit
 from clkit import kernels as ck
-from clkit.kernels import _bands
+from clkit._engine import bands as _bands
 from _reference import reporting
 
 

@@ -53,7 +53,7 @@ def test_command_line(tmp_path, ranks, rng):
     run = run_mpi(ranks, "-m", "clkit.mpi", "convolve", str(tmp_path / "in.npy"), str(out),
                   "--mask", "sobel-x", "--mode", "nearest")
     assert run.returncode == 0, run.stderr
-    from clkit.kernels._masks import mask_from_spec
+    from clkit._io.masks import mask_from_spec
     expected = kernels.convolve(image, mask_from_spec("sobel-x"), mode="nearest",
                                 device=RANK_DEVICE)
     np.testing.assert_array_equal(np.load(out), expected)

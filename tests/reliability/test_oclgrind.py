@@ -23,7 +23,7 @@ import pytest
 
 import _oclgrind_cases as cases
 import clkit
-from clkit import _oclgrind
+from clkit._platform import oclgrind as _oclgrind
 
 from _where import CWD, REPO, pythonpath
 

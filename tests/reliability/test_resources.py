@@ -18,7 +18,7 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
-from clkit import _tiers
+from clkit._build.build import tiers as _tiers
 
 SAXPY = """
 __kernel void saxpy(const float a, __global const float* x, __global float* y)
@@ -130,7 +130,7 @@ def test_ten_thousand_library_calls_with_fresh_results_stay_flat(device, live_bu
     Device memory is what the counted buffers and the library's pools hold; a result
     that was never given back to the pool would show as a pool that keeps growing.
     """
-    from clkit.kernels import _memory
+    from clkit._memory import pools as _memory
 
     rgb = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
     image = rng.standard_normal((24, 32)).astype(np.float32)

@@ -6,8 +6,8 @@ import importlib
 
 import numpy as np
 
-from ..._array import empty
-from ..._transfer import to_device
+from ..._memory.array import empty
+from ..._memory.transfer import to_device
 from .._case import Case, torch_how
 from .._timing import Variant
 

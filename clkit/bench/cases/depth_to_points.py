@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import kernels
-from ..._transfer import to_device
+from ..._memory.transfer import to_device
 from .._case import Case, host, register
 from .._references import numpy_points, serial_points
 from .._timing import Variant

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import kernels
-from ..._array import empty
-from ..._transfer import to_device
+from ..._memory.array import empty
+from ..._memory.transfer import to_device
 from .._case import Case, host, register
 from .._references import serial_gray
 from .._timing import Variant

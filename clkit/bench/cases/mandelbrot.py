@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import kernels
-from ..._array import empty
+from ..._memory.array import empty
 from .._case import Case, host, register
 from .._references import numpy_mandelbrot, serial_mandelbrot
 from .._timing import Variant

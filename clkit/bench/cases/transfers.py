@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ..._array import _size, empty
-from ..._transfer import to_device
-from ..._runtime import runtime
+from ..._memory.array import _size, empty
+from ..._memory.transfer import to_device
+from ..._platform.runtime import runtime
 from .._case import Case, register
 from .._timing import Variant
 

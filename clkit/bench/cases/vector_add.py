@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ... import kernels
-from ..._array import empty
-from ..._transfer import to_device
+from ..._memory.array import empty
+from ..._memory.transfer import to_device
 from .._case import Case, host, register
 from .._references import serial_add
 from .._timing import Variant

@@ -1,0 +1,440 @@
+"""The dispatch layer: every library function runs through :func:`run`.
+
+A library function checks its arguments and describes its work as an
+:class:`Operation`: the result's shape and dtype, which input rows a band of
+output rows reads, and a *plan* per device and band (the kernels with every
+argument that does not change from call to call already made: built
+programs, masks and row maps on the device, work sizes).  This module owns
+everything else:
+
+- the device: ``device=``, else that of the device-array inputs, else the
+  best; ``"all"`` or a list of specs runs bands of rows on several devices
+  at once (:mod:`._bands`), in proportion to their measured speed;
+- device arrays in: the plan's kernels are enqueued on the device's queue and
+  the call returns without waiting (a pooled result when there is no
+  ``out=``);
+- numpy arrays in: uploaded (wrapped in place on CPU drivers), computed and
+  copied home, in tiles when they do not fit the device;
+- the plans, made once per (operation, its parameters and shapes, device,
+  band) and kept (the most recent :data:`MAX_PLANS`).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+import pyopencl as cl
+from pyopencl.array import Array
+
+from .._errors import ArgumentValueError
+from .._launch.program import Program, load
+from .._memory import transfer as _transfer
+from .._memory import pools as _memory
+from .._memory.pinned import result_empty
+from .._memory.transfer import INPUT_ALIGN, aligned_empty
+from .._platform.devices import Device, check_process, select, select_many, setting
+from .._platform.runtime import Runtime, runtime, runtime_of_array
+from . import bands as _bands
+from .checks import check_out, check_same_kind
+
+CL_TYPES = {
+    np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar", np.dtype(np.int16): "short",
+    np.dtype(np.uint16): "ushort", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint",
+    np.dtype(np.int64): "long", np.dtype(np.uint64): "ulong", np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+#: The numbers of the element types in kernels that take one at run time (vector_add.cl,
+#: convolve_generic.cl's to_acc): CL_TYPES's order.
+TYPE_CODES = {dtype: i for i, dtype in enumerate(CL_TYPES)}
+#: Plans kept; each holds a few small device buffers (masks, row maps).
+MAX_PLANS = 256
+#: Bytes of data a speed probe moves through a device.
+PROBE_BYTES = 8 << 20
+
+
+@functools.lru_cache(maxsize=None)
+def _program(name: str, defines: tuple, options: tuple) -> Program:
+    return load(name, defines=dict(defines), options=options)
+
+
+def program(name: str, options: tuple = (), **defines) -> Program:
+    """The library program ``kernels_cl/<name>.cl`` built with these defines (one object each)."""
+    return _program(name, tuple(sorted(defines.items())), tuple(options))
+
+
+def round_up(n: int, m: int) -> int:
+    """The smallest multiple of ``m`` that is at least ``n`` (and at least ``m``)."""
+    return max(m, -(-n // m) * m)
+
+
+def is_multi(device) -> bool:
+    """Whether ``device`` asks for several devices (``"all"`` or a list of specs)."""
+    return (isinstance(device, str) and device.strip().lower() == "all") or \
+        isinstance(device, (list, tuple))
+
+
+_default = (None, None)  # (the environment it was chosen in, the default device)
+
+
+def _default_device() -> Device:
+    """select(None), chosen again only when the environment that decides it changes."""
+    global _default
+    env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
+    chosen_in, dev = _default
+    if chosen_in != env or dev is None:
+        dev = select(None)
+        _default = (env, dev)
+    return dev
+
+
+def home_device(name: str, device, arrays) -> Device:
+    """The one device to run on: ``device`` if given, else that of a device array, else the best.
+
+    Device-array arguments must all live on that device.
+    """
+    homes = []
+    for a in arrays:
+        if isinstance(a, Array):
+            rt = runtime_of_array(a)
+            if rt is None:
+                raise ArgumentValueError(f"{name}: a device array was made in a pyopencl "
+                                         "context that clkit did not create; make it with "
+                                         "clkit.to_device")
+            homes.append(rt.device)
+    if device is not None:
+        chosen = select(device)
+    else:
+        chosen = homes[0] if homes else _default_device()
+    for home in homes:
+        if home is not chosen and home != chosen:
+            raise ArgumentValueError(f"{name}: a device array lives on {home}, but the work runs "
+                                     f"on {chosen}; copy it with clkit.to_device(a.get(), "
+                                     "device=...) or pass device= its device")
+    return chosen
+
+
+class Operation:
+    """One library call's work, as :func:`run` needs it described.
+
+    Subclasses set ``name`` (the function's, for messages), ``shape`` and
+    ``dtype`` (the result's; rows are the first axis), ``key`` (hashable:
+    everything beside the device and the band that decides the kernels and
+    their arguments, shapes and dtypes included) and implement :meth:`plan`.
+    An operation holds no data, so it can be sent to MPI ranks.
+    """
+
+    name = ""
+    shape: tuple = ()
+    dtype = np.dtype(np.float32)
+    key: tuple = ()
+    #: Input rows a band reads beyond its own (tiles leave room for them).
+    halo = 0
+    #: Device bytes of temporaries per input row.
+    scratch_row_bytes = 0
+    #: Device bytes of result per output row, for operations whose result size varies.
+    result_row_bytes = 0
+    #: The widest load or store of the kernels: numpy memory aligned to it is used in place
+    #: on devices that share memory with the host.
+    align = INPUT_ALIGN
+    #: What the tiles cut, for messages.
+    what = "input"
+    #: Whether each output element is computed from the inputs' elements at its own place
+    #: only, so that ``out=`` may be one of the inputs itself (not another view of it).
+    elementwise = False
+    #: Whether each band makes results of its own size (a tuple of device arrays), which
+    #: are joined along the first axis, instead of filling its rows of one result.
+    gathers = False
+
+    @property
+    def speed_key(self):
+        """What the speed of a device for this work depends on (not the number of rows)."""
+        return (self.name, self.key)
+
+    def rows(self, r0: int, r1: int):
+        """The input rows output rows ``[r0, r1)`` read: ``(lo, hi)`` or a sorted index array."""
+        return r0, r1
+
+    def plan(self, rt: Runtime, r0: int, r1: int):
+        """``launch(queue, srcs, dst)`` for output rows ``[r0, r1)`` on a device.
+
+        ``launch`` enqueues the kernels that compute the band into ``dst``
+        from ``srcs`` (one device array per input, holding the rows
+        :meth:`rows` names) and returns without waiting; when the operation
+        gathers, ``dst`` is None and it returns the band's results.
+        """
+        raise NotImplementedError
+
+    def probe_band(self, rows: int) -> tuple[int, int]:
+        """The output rows a speed probe of ``rows`` rows computes."""
+        return 0, rows
+
+    def empty(self) -> tuple:
+        """A gathering operation's results for an input of no rows."""
+        raise NotImplementedError
+
+
+_plans: dict = {}
+_plans_lock = threading.Lock()
+#: Called with a device when the first plan of the process is made for it: builds that the
+#: library's later calls on it will likely want, queued ahead (see _filter.prebuild_generic).
+first_plan_hooks: list = []
+_planned: set = set()  # the devices hooks ran for
+
+
+def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
+    dev = rt.device
+    # the device's kind, local memory and fp64 choose kernel variants (and tests change them)
+    key = (op.key, rt, dev.type, dev.local_mem, dev.fp64, r0, r1)
+    found = _plans.get(key)
+    if found is None:
+        if dev not in _planned:
+            _planned.add(dev)
+            for hook in first_plan_hooks:
+                hook(dev)
+        found = (op.rows(r0, r1), op.plan(rt, r0, r1))
+        with _plans_lock:
+            _plans[key] = found
+            while len(_plans) > MAX_PLANS:
+                del _plans[next(iter(_plans))]
+    return found
+
+
+def forget() -> None:
+    """Drop every plan, program and pool (the runtimes they belong to are being replaced)."""
+    with _plans_lock:
+        _plans.clear()
+    _program.cache_clear()
+    _memory.forget()
+
+
+def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
+    """Compute ``op`` from ``inputs`` into ``out`` (or a new result) on ``device``.
+
+    Numpy inputs give a numpy result; device arrays give a device array, with
+    no transfer when one device runs it.  ``on_device`` says which, for an
+    operation without inputs (from its ``out=``).
+    """
+    name = op.name
+    if on_device is None:
+        on_device = check_same_kind(name, inputs) if inputs else False
+    multi = is_multi(device)
+    if not op.gathers:
+        out = check_out(name, out, op.shape, op.dtype, on_device)
+        # (several devices' speed probes compute bands into out before the bands themselves)
+        if out is not None and _overlaps(out, inputs, op.elementwise and not multi):
+            # the kernels would overwrite input they have yet to read: compute aside, then copy
+            result = run(op, inputs, None, device, on_device)
+            if on_device:
+                _after(out.queue, result.queue)
+            out[...] = result
+            return out
+    if on_device and not multi:
+        rt = _arrays_runtime(inputs + [out]) if device is None else None
+        if rt is None:
+            rt = runtime(home_device(name, device, inputs + [out]))
+        return _run_on_device(op, rt, inputs, out)
+    if multi:
+        devices = select_many(device)
+        home = home_device(name, None, inputs + [out]) if on_device else None
+    else:
+        home = home_device(name, device, [])
+        devices = [home]
+    hosts = [_transfer.download(runtime_of_array(x), x) for x in inputs] if on_device else inputs
+    if op.gathers:
+        results = _run_gathering(op, hosts, devices, multi)
+    else:
+        result = out if out is not None and not on_device else _numpy_result(op, devices)
+        if result.size:
+            _run_in_bands(op, hosts, result, devices, multi)
+        results = (result,)
+    if not on_device:
+        return results if op.gathers else results[0]
+    rt = runtime(home)
+    if op.gathers:
+        return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype)) for r in results)
+    return _transfer.upload(rt, result, out=out if out is not None else _memory.empty(rt, op.shape, op.dtype))
+
+
+def _arrays_runtime(arrays: list) -> Runtime | None:
+    """The working runtime every device array (None counts as none) belongs to; None when they
+    belong to several, one is lost or clkit did not make one (home_device then decides)."""
+    arrays = [x for x in arrays if x is not None]
+    rt = runtime_of_array(arrays[0])
+    if rt is None or rt.lost is not None:
+        return None
+    if any(runtime_of_array(x) is not rt for x in arrays[1:]):
+        return None
+    check_process()
+    return rt
+
+
+def _overlaps(out, inputs: list, elementwise: bool) -> bool:
+    """Whether writing ``out`` could change an input before the kernels have read it: it
+    shares memory with one, other than being that very input of an elementwise operation
+    (whose work-items each read their own elements before writing them)."""
+    return any(_shares(x, out) and not (elementwise and _same_view(x, out)) for x in inputs)
+
+
+def _shares(x, out) -> bool:
+    if isinstance(x, Array):
+        return _transfer.overlap(x, out)
+    return np.may_share_memory(x, out)
+
+
+def _same_view(x, out) -> bool:
+    """Whether two arrays over the same memory are the same elements in the same order."""
+    start = (lambda a: a.offset) if isinstance(x, Array) else (lambda a: a.ctypes.data)
+    return start(x) == start(out) and x.strides == out.strides and x.shape == out.shape
+
+
+def _numpy_result(op: Operation, devices) -> np.ndarray:
+    """A new numpy result: on a GPU pinned memory (reused from earlier results that are gone),
+    into which the result comes by DMA with no staging copy."""
+    pinned = result_empty(op.shape, op.dtype, devices)
+    return pinned if pinned is not None else aligned_empty(op.shape, op.dtype)
+
+
+def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
+    """Enqueue the whole operation on one device, for device arrays; no waiting.
+
+    It runs on the runtime's queue (a lane's, inside :func:`clkit.map`), after the work
+    already enqueued on the arrays' own queues, and work enqueued later on ``out``'s queue
+    runs after it: each array's queue is its order, as in pyopencl.
+    """
+    srcs = [_memory.contiguous_device(x) for x in inputs]
+    for x in srcs + [out]:
+        if x is not None:
+            _after(rt.queue, x.queue)
+    if op.gathers:
+        if op.shape[0] == 0:
+            return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
+                         for r in op.empty())
+        return _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, None)
+    direct = out is not None and out.offset == 0
+    dst = out if direct else _memory.empty(rt, op.shape, op.dtype)
+    if dst.size:
+        _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, dst)
+    if out is not None:
+        _after(out.queue, rt.queue)
+        if not direct:
+            out[...] = dst  # (on out's queue)
+        return out
+    return dst
+
+
+def _after(queue, other) -> None:
+    """Commands enqueued on ``queue`` from now on start after those already on ``other`` (of
+    the same context: an array of another is refused with its reason as the kernel is set).
+    An array made without a queue (``queue=None``) has no order to keep."""
+    if other is None or queue is None or other is queue:
+        return
+    if other.context == queue.context:
+        cl.enqueue_barrier(queue, wait_for=[cl.enqueue_marker(other)])
+
+
+def _upload(rt: Runtime, host: np.ndarray, queue, align: int):
+    """A numpy input's rows on the device: used in place where the device shares the host's
+    memory, else copied into a pooled buffer (see :func:`_memory.band`)."""
+    out = None if rt.device.unified_memory else _memory.empty(rt, host.shape, host.dtype, queue)
+    return _transfer.upload(rt, host, queue, out=out, align=align)
+
+
+def _take(host: np.ndarray, rows):
+    if isinstance(rows, tuple):
+        lo, hi = rows
+        return host if lo == 0 and hi == host.shape[0] else host[lo:hi]
+    contiguous = rows[-1] - rows[0] + 1 == rows.size
+    return host[rows[0]:rows[-1] + 1] if contiguous else host[rows]
+
+
+def _sizes(op: Operation, hosts, result_row: int):
+    """(bytes per output row on a device, bytes per halo row) of a tile."""
+    n = max(1, op.shape[0])
+    in_row = sum(x.nbytes for x in hosts) // n
+    halo_row = in_row + op.scratch_row_bytes
+    return halo_row + result_row, halo_row
+
+
+def _bands_of(op: Operation, devices, multi, row_bytes, halo_row, band, whole_bytes,
+              measured=lambda: None):
+    """Run ``band`` over the operation's rows: whole, tiled, or across devices.
+
+    ``measured()`` is called once the speed probes (which run bands too) are done.
+    """
+    n = op.shape[0]
+    nbytes = sum(whole_bytes)
+
+    def max_rows(dev):
+        # tiles small enough for the device; on a GPU, a large job goes in tiles over two
+        # queues, one tile's upload overlapping another's kernels and download
+        return min(_bands.tile_rows(dev, row_bytes, op.halo, halo_row, what=op.what),
+                   _bands.pipeline_rows(dev, n, nbytes))
+
+    if not multi and max_rows(devices[0]) >= n:
+        rt = runtime(devices[0])
+        band(rt, rt.queue, 0, n)
+        return
+
+    def probe(dev):
+        r0, r1 = op.probe_band(max(1, min(n, PROBE_BYTES // max(1, row_bytes))))
+        band(runtime(dev), runtime(dev).queue, r0, r1)
+        return r1 - r0
+
+    plan = _bands.proportional(devices, n, op.speed_key, probe)
+    measured()
+    _bands.run(plan, band, max_rows)
+
+
+def _run_in_bands(op: Operation, hosts, result, devices, multi):
+    def band(rt, queue, r0, r1):
+        rows, launch = _plan(op, rt, r0, r1)
+        with _memory.band(queue):
+            # srcs may wrap host memory (no copy): they live until the band is home
+            srcs = [_upload(rt, _take(x, rows), queue, op.align) for x in hosts]
+            part = result[r0:r1]
+            dst = _memory.device_output(rt, part, part.shape, op.dtype, queue, align=op.align)
+            launch(queue, srcs, dst)
+            _transfer.download(rt, dst, part)
+
+    row_bytes, halo_row = _sizes(op, hosts, result[:1].nbytes)
+    whole = [x.nbytes for x in hosts] + [result.nbytes, op.scratch_row_bytes * op.shape[0]]
+    _bands_of(op, devices, multi, row_bytes, halo_row, band, whole)
+
+
+def _run_gathering(op: Operation, hosts, devices, multi) -> tuple:
+    if op.shape[0] == 0:
+        return op.empty()
+    pieces = {}
+
+    def band(rt, queue, r0, r1):
+        rows, launch = _plan(op, rt, r0, r1)
+        with _memory.band(queue):
+            srcs = [_upload(rt, _take(x, rows), queue, op.align) for x in hosts]
+            pieces[r0] = tuple(_transfer.download(rt, r) for r in launch(queue, srcs, None))
+
+    row_bytes, halo_row = _sizes(op, hosts, op.result_row_bytes)
+    whole = [x.nbytes for x in hosts] + [op.result_row_bytes * op.shape[0]]
+    _bands_of(op, devices, multi, row_bytes, halo_row, band, whole, measured=pieces.clear)
+    ordered = [pieces[r0] for r0 in sorted(pieces)]
+    return tuple(np.concatenate(parts) for parts in zip(*ordered))
+
+
+def rows_needed(op: Operation, r0: int, r1: int) -> np.ndarray:
+    """The input rows that output rows ``[r0, r1)`` of ``op`` read (for MPI ranks)."""
+    rows = op.rows(r0, r1)
+    return np.arange(*rows) if isinstance(rows, tuple) else rows
+
+
+def run_rows(op: Operation, rows_data: list, r0: int, r1: int, device) -> np.ndarray:
+    """Output rows ``[r0, r1)`` of ``op`` on one device, from ``rows_needed``'s input rows."""
+    rt = runtime(device)
+    part = aligned_empty((r1 - r0,) + tuple(op.shape[1:]), op.dtype)
+    if part.size:
+        _, launch = _plan(op, rt, r0, r1)
+        srcs = [_upload(rt, x, rt.queue, op.align) for x in rows_data]
+        dst = _memory.device_output(rt, part, part.shape, op.dtype, align=op.align)
+        launch(rt.queue, srcs, dst)
+        _transfer.download(rt, dst, part)
+    return part

@@ -1,0 +1,1 @@
+"""Image and file I/O for the command line and MPI: images, masks from specs and files, the Mandelbrot palette."""

@@ -1,0 +1,1 @@
+"""Launching kernels: the bound kernel and its launch, argument conversion, programs and clkit.map."""

@@ -1,0 +1,461 @@
+"""The uniform launch API: calling a kernel like a Python function.
+
+A :class:`Kernel` is bound once per device runtime (the pyopencl kernel, a
+converter per parameter from :mod:`clkit._launch.convert`, the work-group limits);
+a call then checks and converts its arguments, sets them on the kernel and
+enqueues it.  Device arrays and plain numbers take a short path that skips
+the general converters; by-value arguments equal to the previous call's are
+not set again (the kernel keeps them), since on CPU drivers setting an
+argument can cost as much as the enqueue itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import struct
+import threading
+from weakref import ref as _weakref
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .._build.signature import Param
+from .._errors import ArgumentTypeError, ArgumentValueError
+from .._memory import transfer as _transfer
+from .._memory.array import _size
+from .._platform import oclgrind as _oclgrind
+from .._platform.devices import Device, check_process, select, setting
+from .._platform.runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime,
+                                 runtime_of_array, runtime_of_queue)
+from .._trace import trace as _trace
+from .convert import STAGE, converter, copy_back
+from .work_sizes import check_local_memory, global_for, launch_error, local_for
+
+_Array = cl_array.Array
+_enqueue = cl.enqueue_nd_range_kernel  # the one place kernels are enqueued (Kernel.__call__)
+
+_recording: contextvars.ContextVar = contextvars.ContextVar("clkit_recording", default=None)
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect the :class:`Launch` of every kernel call made in the block, in this thread.
+
+    A library function enqueues its kernels without waiting and returns no
+    launch; this is how a benchmark gets their device times: once the queue
+    has finished, ``sum(l.kernel_ms for l in launches)``.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> from clkit._launch.kernel import recording
+    >>> from clkit.kernels import vector_add
+    >>> a = clkit.to_device(np.ones(4, np.float32), device="cpu")
+    >>> with recording() as launches:
+    ...     _ = vector_add(a, a)
+    >>> len(launches), launches[0].kernel.name
+    (1, 'vector_add')
+    """
+    launches: list = []
+    token = _recording.set(launches)
+    try:
+        yield launches
+    finally:
+        _recording.reset(token)
+
+
+class Launch:
+    """One kernel launch: its event, and its kernel time once finished.
+
+    ``kernel_ms`` waits for the launch (and the copies back) if needed, then
+    reads the kernel's start and end from the profiling event.
+    """
+
+    __slots__ = ("kernel", "_rt", "_queue", "event", "_last", "_pending", "_ms", "_count",
+                 "_copies", "_in_place")
+
+    def __init__(self, kernel, rt, queue):
+        self.kernel = kernel
+        self._rt = rt
+        self._queue = queue  # the queue it is enqueued on
+        self.event = None  # the kernel's event; None when nothing ran (an empty global size)
+        self._last = None  # the last command of the launch: the kernel or its last copy back
+        self._pending = False
+        self._ms = None
+        self._count = None  # while converting arguments: element count of the first array
+        # (buffer, target array, contiguous staging array, how: _convert.COPY, MAP or STAGE) of
+        # each written numpy argument
+        self._copies = None
+        # while converting the arguments of a call that waits for its kernel: the numpy arrays
+        # the kernel uses in place, and whether it writes them (see _convert); None for a call
+        # that returns before its kernel finishes
+        self._in_place = None
+
+    @property
+    def device(self) -> Device:
+        """The device the kernel ran on."""
+        return self._rt.device
+
+    def wait(self) -> "Launch":
+        """Block until the kernel and its copies back have finished."""
+        if self._pending:
+            self._pending = False
+            try:
+                self._last.wait()
+            except cl.Error as exc:
+                name = self.kernel.name
+                raise driver_error(exc, self._rt, f"kernel {name}", kernel=name) from exc
+            for buf, target, staging, how in self._copies or ():
+                if how == STAGE:
+                    try:
+                        _transfer.staging(self._rt, self._queue).download(self._queue, buf,
+                                                                           staging)
+                    except cl.Error as exc:
+                        raise driver_error(exc, self._rt, f"copying {_size(staging.nbytes)} "
+                                           "from the device") from exc
+                if staging is not target:  # a target that could not be copied into directly
+                    target[...] = staging
+        return self
+
+    @property
+    def done(self) -> bool:
+        """Whether the launch has finished, its numpy outputs written, without waiting for the
+        device: once its work there is over, what is left on the host (copies into numpy
+        arrays) is done now."""
+        if self._pending:
+            self._queue.flush()  # (a driver may not start what was enqueued until then)
+            if self._last.command_execution_status != cl.command_execution_status.COMPLETE:
+                return False
+        self.wait()
+        return True
+
+    @property
+    def kernel_ms(self) -> float:
+        """Device time of the kernel alone, in milliseconds."""
+        if self._ms is None:
+            self.wait()
+            if self.event is None:
+                self._ms = 0.0
+            else:
+                self._ms = (self.event.profile.end - self.event.profile.start) * 1e-6
+        return self._ms
+
+    def __repr__(self):
+        state = f"{self.kernel_ms:.3f} ms" if self.done else "running"
+        return f"<Launch {self.kernel} on {self.device.id}: {state}>"
+
+
+# How each parameter's argument is checked on the short path of a call.
+_SLOW, _BUFFER, _INT, _FLOAT = range(4)
+
+
+class _Bound:
+    """A kernel's state on one device runtime: the pyopencl kernel and how to set its arguments.
+
+    ``plan`` has one ``(index, how, what, pack, convert)`` per parameter: how
+    the short path of a call checks its argument (a ``__global`` pointer of
+    one scalar type, ``_BUFFER``, takes a device array of dtype ``what``;
+    ``_INT`` a Python int within the range ``what``; ``_FLOAT`` a Python
+    float of magnitude at most ``what``; ``_SLOW``, nothing: the converter
+    does), ``pack`` turning a by-value scalar into its bytes (``None`` for
+    the rest), and the parameter's converter.  ``sent[i]`` is what the
+    kernel holds from the last call: the scalar, or for a device array a
+    weak reference to it, with its queue and size (a live array keeps its
+    buffer, so the same array need not be checked or set again; a weak
+    reference keeps no memory alive).
+    """
+
+    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
+                 "required", "max_items", "local_args", "local_room", "sizes")
+
+    def __init__(self, name: str, rt: Runtime, built):
+        self.name = name
+        self.device = rt.device
+        self.rt = rt
+        self.knl = cl.Kernel(built.program, name)
+        self.lock = threading.Lock()  # clSetKernelArg is not thread-safe on one kernel object
+        self.params = built.signatures[name]
+        self.plan = [(i, *_short_path(p),
+                      struct.Struct(p.dtype.char).pack
+                      if not p.pointer and p.width == 1 and p.dtype is not None else None,
+                      converter(self, p))
+                     for i, p in enumerate(self.params)]
+        self.sent = [_UNSET] * len(self.params)
+        # The last (global_size, local_size) given and checked, and what they became: a
+        # library plan passes the same objects call after call
+        self.sizes = (_UNSET, _UNSET, None, None)
+        info = cl.kernel_work_group_info
+        cl_device = rt.device.cl_device
+        self.max_group = self.knl.get_work_group_info(info.WORK_GROUP_SIZE, cl_device)
+        # reqd_work_group_size(X, Y, Z) in the source: the local size of every launch
+        required = tuple(self.knl.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, cl_device))
+        self.required = required if any(required) else None
+        self.max_items = 2 ** cl_device.address_bits  # what the device's size_t counts
+        if not rt.device.simulator and _oclgrind.debug_mode() == "oclgrind":
+            _oclgrind.not_checked(name, rt.device)
+        # __local arguments share what the kernel's own __local variables leave (asked before
+        # any argument is set, the driver reports those alone); a driver may abort rather than
+        # refuse a launch that asks for more.
+        self.local_args = [i for i, p in enumerate(self.params) if p.address == "local"]
+        if self.local_args:
+            self.local_room = rt.device.local_mem - self.knl.get_work_group_info(
+                info.LOCAL_MEM_SIZE, rt.device.cl_device)
+
+    def where(self, param: Param) -> str:
+        return f"kernel {self.name}, parameter {param.name!r} ({param.declared})"
+
+
+_UNSET = object()
+
+
+#: Work sizes of these types cannot change under the same object, so a check of them holds
+#: for the next call that passes the same objects (a list could be changed in between).
+_IMMUTABLE_SIZES = (int, tuple)
+
+
+def _short_path(p: Param) -> tuple:
+    if p.pointer and p.address == "global" and p.type_name == "void":
+        return _BUFFER, None  # void*: a buffer of any element type (the converter checks it)
+    if p.dtype is None or p.width != 1 or p.address == "local":
+        return _SLOW, None
+    if p.pointer:
+        return _BUFFER, p.dtype
+    if p.dtype.kind in "iu":
+        info = np.iinfo(p.dtype)
+        return _INT, (int(info.min), int(info.max))
+    return _FLOAT, float(np.finfo(p.dtype).max)
+
+
+class Kernel:
+    """A kernel of a :class:`Program`, callable like a function.
+
+    Get it as ``program.name`` or ``program["name"]``; the same object is
+    returned each time.
+    """
+
+    def __init__(self, program, name: str):
+        self.program = program
+        self.name = name
+        self._bound: dict[Runtime, _Bound] = {}
+        self._lock = threading.Lock()
+        self._default = (None, None)  # (environment it was chosen in, device)
+
+    def __repr__(self):
+        return f"<clkit.Kernel {self.name} of {self.program.origin}>"
+
+    def __str__(self):
+        return self.name
+
+    def params(self, device=None) -> list[Param]:
+        """The kernel's parameters as the device's compiler reports them."""
+        rt = self._runtime(device, (), None)
+        return (self._bound.get(rt) or self._bind(rt)).params
+
+    def __call__(self, *args, global_size=None, local_size=None, device=None, wait=True,
+                 queue=None):
+        """Launch the kernel.
+
+        Parameters
+        ----------
+        *args
+            One argument per kernel parameter (see :mod:`clkit._launch.convert`).
+        global_size : int or tuple of int, optional
+            Work-items per dimension; default: the element count of the first
+            array argument, counted in its declared element type.
+        local_size : int or tuple of int, optional
+            Work-group size; it must divide ``global_size``.  ``None`` lets
+            the driver choose a valid one.
+        device : Device or str, optional
+            Where to run.  Default: the program's device, else the device of
+            the first device-array argument, else :func:`clkit.select`.
+        wait : bool
+            Wait for the kernel and the copies back (default).  With
+            ``False``, call ``.wait()`` on the returned launch before reading
+            numpy outputs; numpy arguments are then always copied, where a
+            waited-for call on a CPU driver uses them in place.
+        queue : pyopencl.CommandQueue, optional
+            Enqueue on this queue of the device's runtime context (from
+            ``clkit.runtime(device).new_queue()``) instead of the runtime's
+            own, to overlap independent work.
+
+        Returns
+        -------
+        Launch
+
+        Examples
+        --------
+        >>> import numpy as np, clkit
+        >>> prg = clkit.Program.from_source(
+        ...     "__kernel void add(__global float* x, float y) { x[get_global_id(0)] += y; }")
+        >>> x = clkit.to_device(np.zeros(4, np.float32), device="cpu")
+        >>> launch = prg.add(x, 2.5)
+        >>> x.get(), launch.kernel_ms >= 0
+        (array([2.5, 2.5, 2.5, 2.5], dtype=float32), True)
+        """
+        t0 = _trace.active and _trace.clock()
+        rt = None  # the common cases first, the rest (and every error) in _runtime
+        if device is None:
+            if queue is None:
+                spec = self.program.device
+                if spec is None:
+                    for arg in args:
+                        if isinstance(arg, _Array):
+                            rt = _by_queue.get(id(arg.queue))
+                            break
+                elif type(spec) is Device:
+                    rt = _runtimes.get(spec.key)
+        elif type(device) is Device:
+            rt = _runtimes.get(device.key)
+        if rt is None or rt.lost is not None:
+            rt = self._runtime(device, args, queue)
+        bound = self._bound.get(rt) or self._bind(rt)
+        if len(args) != len(bound.plan):
+            names = ", ".join(p.declared for p in bound.params)
+            raise ArgumentTypeError(f"kernel {self.name} takes {len(bound.plan)} arguments "
+                                    f"({names}); got {len(args)}")
+        own = rt.queue
+        if queue is None:
+            queue = own
+        elif queue is not own and (queue.context != rt.context or not queue.properties
+                                   & cl.command_queue_properties.PROFILING_ENABLE):
+            raise ArgumentValueError(f"kernel {self.name}: the queue belongs to another context "
+                                     "or keeps no timings; make it with "
+                                     "clkit.runtime(device).new_queue()")
+        if bound.local_args:
+            check_local_memory(bound, args)
+        launch = Launch(self, rt, queue)
+        if wait:
+            launch._in_place = []
+        count = None
+        made = None  # what the converters made (buffers of numpy arguments), alive until enqueued
+        knl = bound.knl
+        with bound.lock:  # the arguments set on the kernel object are shared by every thread
+            sent = bound.sent
+            for i, how, what, pack, convert in bound.plan:
+                # The short path takes what needs no conversion; anything else, and every
+                # mistake, goes to the parameter's converter.
+                arg = args[i]
+                if how is _BUFFER:
+                    last = sent[i]
+                    if last is not _UNSET and last[0]() is arg and last[1] is own:
+                        if count is None:  # the array set last time, still alive: its buffer
+                            count = last[2]  # is too, and the kernel holds it
+                        continue
+                    sent[i] = _UNSET
+                    if (type(arg) is _Array and arg.queue is own and arg.dtype is what
+                            and not arg.offset and arg.flags.forc):
+                        size = arg.size
+                        if count is None:
+                            count = size
+                        knl.set_arg(i, arg.base_data)
+                        sent[i] = (_weakref(arg), own, size)
+                        continue
+                if how is _INT and type(arg) is int and what[0] <= arg <= what[1]:
+                    if arg == sent[i]:
+                        continue  # the kernel still holds it
+                    value = arg
+                elif how is _FLOAT and type(arg) is float and -what <= arg <= what:
+                    if arg is sent[i]:
+                        continue
+                    value = arg
+                else:
+                    value = convert(arg, launch)
+                    made = [value] if made is None else made + [value]
+                    if count is None:
+                        count = launch._count
+                if pack is None:
+                    try:
+                        knl.set_arg(i, value)
+                    except cl.Error as exc:  # e.g. a record of another size than the struct's
+                        what = (f"a {value.dtype} value of {value.nbytes} bytes"
+                                if isinstance(value, np.generic) else "the value")
+                        raise ArgumentTypeError(f"{bound.where(bound.params[i])}: the driver "
+                                                f"refuses {what} ({exc})") from exc
+                else:
+                    sent[i] = _UNSET  # until the driver has it
+                    knl.set_arg(i, pack(value))
+                    sent[i] = value
+            last = bound.sizes
+            if global_size is last[0] and local_size is last[1]:
+                gsize, lsize = last[2], last[3]
+            else:
+                if global_size is not None:
+                    gsize = global_for(bound, global_size)
+                elif count is not None:
+                    gsize = (count,)
+                else:
+                    raise ArgumentTypeError(f"kernel {self.name}: no array argument to take "
+                                            "the global size from; pass global_size=")
+                lsize = local_for(bound, gsize, local_size)
+                if type(global_size) in _IMMUTABLE_SIZES and (
+                        local_size is None or type(local_size) in _IMMUTABLE_SIZES):
+                    bound.sizes = (global_size, local_size, gsize, lsize)
+            if 0 in gsize:
+                return launch  # nothing to run: not pending, so nothing to wait for or copy back
+            try:
+                launch.event = launch._last = _enqueue(queue, knl, gsize, lsize)
+            except cl.Error as exc:
+                raise launch_error(exc, bound, gsize, lsize) from exc
+        launch._in_place = None
+        if t0:
+            _trace.kernel(t0, launch, queue, args)
+        if launch._copies:
+            try:
+                launch._last = copy_back(queue, launch._copies, t0) or launch._last
+            except cl.Error as exc:
+                raise launch_error(exc, bound, gsize, lsize) from exc
+        launch._pending = True
+        collect = _recording.get()
+        if collect is not None:
+            collect.append(launch)
+        if wait:
+            launch.wait()
+        return launch
+
+    def _runtime(self, device, args, queue) -> Runtime:
+        """The runtime to launch on: see ``device`` in :meth:`__call__`."""
+        if device is None:
+            if queue is not None:
+                rt = runtime_of_queue(queue)
+                if rt is not None:
+                    return _working(rt)
+            device = self.program.device
+            if device is None:
+                for arg in args:
+                    if isinstance(arg, _Array):
+                        rt = runtime_of_array(arg)
+                        if rt is not None:
+                            return _working(rt, "the device array")
+                device = self._default_device()
+        return runtime(device)
+
+    def _default_device(self) -> Device:
+        env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
+        chosen_in, dev = self._default
+        if chosen_in != env:
+            dev = select(None)
+            self._default = (env, dev)
+        return dev
+
+    def _bind(self, rt: Runtime) -> _Bound:
+        bound = self._bound.get(rt)
+        if bound is None:
+            built = self.program.build(rt.device)
+            if self.name not in built.signatures:
+                raise AttributeError(f"{self.program.origin} has no kernel {self.name!r}; "
+                                     f"its kernels are: {', '.join(built.kernel_names)}")
+            with self._lock:
+                for old in [r for r in self._bound if r.lost]:
+                    del self._bound[old]
+                bound = self._bound.setdefault(rt, _Bound(self.name, rt, built))
+        return bound
+
+
+def _working(rt: Runtime, what: str = "the queue") -> Runtime:
+    """``rt`` if it can still be used, else the error that says why not."""
+    if rt.lost is not None:
+        check_process()  # a forked child: say so rather than blame the context
+        raise rt.gone(what)
+    return rt

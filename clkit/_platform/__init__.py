@@ -1,0 +1,1 @@
+"""Devices and the runtime of each context: platforms, the ICD loader, the Oclgrind simulator."""

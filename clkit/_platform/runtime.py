@@ -1,0 +1,275 @@
+"""One OpenCL context and command queue per device, created once.
+
+Every clkit call on a device goes through its :class:`Runtime`, so that
+device arrays, programs and launches on that device share one context and
+one in-order queue (which orders them without explicit events).
+
+Two faults end a runtime:
+
+- **A lost context.**  After a kernel faults (most often a read or write
+  outside its buffers), some drivers (NVIDIA's) fail every later call in
+  that context, and report it with codes that also have other meanings
+  (``CL_OUT_OF_RESOURCES``, vendor codes such as -9999).  When a driver call
+  fails with one of them, :func:`driver_error` checks whether the context
+  still answers (a one-word write and read); if it does not, the runtime is
+  marked lost and dropped, and the next call on that device starts a new one
+  (or, if the driver cannot make one, says to restart the process).  Anything
+  that holds objects of a context should be keyed by its :class:`Runtime`,
+  not by the device, or register with :func:`on_loss`.
+- **A fork.**  A child forked after OpenCL was used cannot use it (see
+  :func:`clkit._platform.devices.check_process`); every runtime it inherited is
+  marked lost, so that even a kernel launched from cached state stops with
+  the same clear error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+
+import numpy as np
+import pyopencl as cl
+
+from .._errors import LaunchError, OutOfDeviceMemoryError
+from .devices import Device, check_process, select
+
+
+class Runtime:
+    """The context and in-order profiling queue of one device.
+
+    Attributes
+    ----------
+    device : Device
+    context : pyopencl.Context
+    queue : pyopencl.CommandQueue
+        In order, with profiling enabled, so that every launch can report
+        its kernel time.  Inside ``using_queue`` (a lane of
+        :func:`clkit.map`), that lane's queue instead.
+    lost : str or None
+        Why this runtime can no longer be used (its context was lost, or the
+        process was forked); ``None`` while it works.
+    """
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.context = cl.Context([device.cl_device])
+        self.own_queue = self.new_queue()
+        self.lost: str | None = None
+
+    @property
+    def queue(self) -> cl.CommandQueue:
+        lane = _lane.get()
+        if lane is not None and lane[0] is self:
+            return lane[1]
+        return self.own_queue
+
+    def new_queue(self) -> cl.CommandQueue:
+        """Another in-order profiling queue on this device (to overlap work)."""
+        return cl.CommandQueue(self.context, self.device.cl_device,
+                               properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+    def responds(self) -> bool:
+        """Whether the context still works: one word written and read back on the queue."""
+        sent = np.array([0x5EED], np.int32)
+        back = np.zeros(1, np.int32)
+        try:
+            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                            hostbuf=sent)
+            cl.enqueue_copy(self.own_queue, back, buf, is_blocking=True)
+        except cl.Error:
+            return False
+        return bool(back[0] == sent[0])
+
+    def gone(self, what: str) -> LaunchError:
+        """The error for ``what``, an object made in this runtime after it was lost."""
+        return LaunchError(f"{what} was made in a device context of {self.device} that can no "
+                           f"longer be used ({self.lost}), and its data went with it: make it "
+                           "again (clkit.to_device, clkit.empty)", device=self.device,
+                           context_lost=True)
+
+    def __repr__(self):
+        return f"<clkit.Runtime {self.device}{' (lost)' if self.lost else ''}>"
+
+
+_lock = threading.Lock()
+_runtimes: dict[int, Runtime] = {}  # Device.key -> its working runtime
+_by_queue: dict[int, Runtime] = {}  # id() of a runtime's queue -> the runtime (lost ones too)
+_lost: list[Runtime] = []  # kept alive: their objects must never be released in a forked child
+_losses: dict[int, str] = {}  # Device.key -> what happened to its last lost context
+_dead: dict[int, str] = {}  # Device.key -> why no new context can be made
+_listeners: list = []
+# (runtime, queue): where this thread's work on that runtime goes instead of its own queue
+_lane: contextvars.ContextVar = contextvars.ContextVar("clkit_lane", default=None)
+
+
+def runtime(device=None) -> Runtime:
+    """The runtime of a device, created on first use and reused after.
+
+    Parameters
+    ----------
+    device : Device or str, optional
+        Any spec :func:`clkit.select` takes; ``None`` is the default device.
+
+    Returns
+    -------
+    Runtime
+        The same object for the same device, from any thread, until the
+        device's context is lost; then a new one.
+
+    Raises
+    ------
+    LaunchError
+        The device's context was lost and the driver cannot make a new one
+        (restart the process).
+    ClkitError
+        The process was forked after OpenCL was used in its parent.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> rt = clkit.runtime("cpu")
+    >>> rt is clkit.runtime(rt.device)
+    True
+    """
+    check_process()
+    dev = select(device)
+    rt = _runtimes.get(dev.key)
+    if rt is None:
+        with _lock:
+            rt = _runtimes.get(dev.key)
+            if rt is None:
+                rt = _start(dev)
+    return rt
+
+
+def _start(dev: Device) -> Runtime:
+    if dev.key in _dead:
+        raise LaunchError(_dead[dev.key], device=dev, context_lost=True)
+    before = _losses.get(dev.key)
+    try:
+        rt = Runtime(dev)
+        works = before is None or rt.responds()
+        failure = "it does not answer"
+    except cl.Error as exc:
+        if before is None:
+            raise
+        works, failure = False, str(exc)
+    if not works:
+        _dead[dev.key] = (f"the device context of {dev} was lost ({before}) and the driver "
+                          f"cannot make a new one ({failure}); restart the process to use this "
+                          "device again (other devices still work)")
+        raise LaunchError(_dead[dev.key], device=dev, context_lost=True)
+    _runtimes[dev.key] = rt
+    _by_queue[id(rt.own_queue)] = rt
+    return rt
+
+
+def simulator_in_use() -> bool:
+    """Whether this process has a runtime on the Oclgrind simulator."""
+    return any(rt.device.simulator for rt in list(_runtimes.values()))
+
+
+@contextlib.contextmanager
+def using_queue(rt: Runtime, queue: cl.CommandQueue):
+    """Send this thread's work on ``rt`` to ``queue`` (one of ``rt``'s, kept alive by the caller).
+
+    Independent work on separate in-order queues overlaps: one image's upload
+    beside another's kernels.
+    """
+    with _lock:
+        _by_queue[id(queue)] = rt
+    token = _lane.set((rt, queue))
+    try:
+        yield queue
+    finally:
+        _lane.reset(token)
+
+
+def runtime_of_array(array) -> Runtime | None:
+    """The clkit runtime a device array belongs to, if clkit made its context."""
+    rt = _by_queue.get(id(array.queue))  # arrays made by clkit keep the runtime's queue
+    return rt if rt is not None else _runtime_of_context(array.context)
+
+
+def runtime_of_queue(queue) -> Runtime | None:
+    """The clkit runtime whose context a queue belongs to."""
+    rt = _by_queue.get(id(queue))
+    return rt if rt is not None else _runtime_of_context(queue.context)
+
+
+def _runtime_of_context(context) -> Runtime | None:
+    for rt in list(_runtimes.values()) + _lost:
+        if rt.context == context:
+            return rt
+    return None
+
+
+def on_loss(callback) -> None:
+    """Call ``callback(runtime)`` whenever a runtime is marked lost (to drop what it holds)."""
+    _listeners.append(callback)
+
+
+def mark_lost(rt: Runtime, why: str) -> None:
+    """Stop using ``rt``: later calls on its device get a new runtime."""
+    with _lock:
+        if rt.lost is not None:
+            return
+        rt.lost = why
+        _lost.append(rt)
+        key = rt.device.key
+        if _runtimes.get(key) is rt:
+            del _runtimes[key]
+            _losses[key] = why
+    for callback in _listeners:
+        callback(rt)
+
+
+# Codes with which drivers report a lost context; each also has innocent meanings (a launch
+# too large for the device's registers is CL_OUT_OF_RESOURCES too), so the context is asked.
+_SUSPECT = {cl.status_code.OUT_OF_RESOURCES, cl.status_code.INVALID_COMMAND_QUEUE,
+            cl.status_code.EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST,
+            cl.status_code.INVALID_CONTEXT}
+_NAMED = {v for k, v in vars(cl.status_code).items() if k.isupper() and isinstance(v, int)}
+OOM_CODES = (cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, cl.status_code.OUT_OF_RESOURCES,
+             cl.status_code.OUT_OF_HOST_MEMORY)
+
+
+def driver_error(exc: cl.Error, rt: Runtime, what: str, *, kernel: str | None = None,
+                 advice: str = "") -> LaunchError:
+    """The clkit error for a driver error met while doing ``what`` on ``rt``.
+
+    A lost context (checked, see the module docstring) gives a
+    :class:`LaunchError` that says so; an allocation failure an
+    :class:`OutOfDeviceMemoryError` (with ``advice`` after the reason);
+    anything else a :class:`LaunchError` with the driver's message.
+    """
+    code = getattr(exc, "code", None)
+    dev = rt.device
+    if rt.lost is None and (code in _SUSPECT or code not in _NAMED) and not rt.responds():
+        mark_lost(rt, f"{what} failed with {exc}")
+    if rt.lost is not None:
+        return LaunchError(
+            f"{what} on {dev}: the device's context was lost ({exc}). The driver stops a "
+            "context when a kernel faults, most often by reading or writing outside its "
+            "buffers: run the script under `clkit check SCRIPT.py` to find such an access. "
+            "clkit drops this context; the next call on the device starts a new one (device "
+            "arrays made before now are gone)", device=dev, kernel=kernel, code=code,
+            context_lost=True)
+    if code in OOM_CODES or isinstance(exc, cl.MemoryError):
+        return OutOfDeviceMemoryError(
+            f"{what} on {dev}: the device ran out of memory or resources ({exc})"
+            + (f"; {advice}" if advice else ""), device=dev, kernel=kernel, code=code)
+    return LaunchError(f"{what} on {dev} failed: {exc}", device=dev, kernel=kernel, code=code)
+
+
+def _forked() -> None:
+    # A child inherits runtimes whose driver threads did not come along: mark them lost (and
+    # keep them referenced: releasing their objects in the child could hang as well).
+    for rt in list(_runtimes.values()):
+        rt.lost = "the process was forked after it was made"
+        _lost.append(rt)
+
+
+os.register_at_fork(after_in_child=_forked)

@@ -1,0 +1,1 @@
+"""Tracing: the trace of a process's launches and transfers, and its export."""
