@@ -94,7 +94,7 @@ def _call(fn, kind: str, args: dict, size, device, rng, cache):
 
 def _tier_counts():
     try:
-        from clkit._build.build import tiers as _tiers
+        from clkit._build import tiers as _tiers
     except ImportError:
         return None
     return _tiers.stats()
@@ -149,7 +149,7 @@ def child(opts) -> dict:
 def _forced(tier: str):
     """Force a tier where clkit has tiers (a no-op before them)."""
     try:
-        from clkit._build.build import tiers as _tiers
+        from clkit._build import tiers as _tiers
     except ImportError:
         return contextlib.nullcontext()
     return _tiers.tier(tier)

@@ -32,8 +32,8 @@ import numpy as np
 import pyopencl as cl
 
 import clkit
-from clkit._build.build import tiers as _tiers
-from clkit._launch.kernel.kernel import recording
+from clkit._build import tiers as _tiers
+from clkit._launch.kernel import recording
 from clkit._engine import conv_geometry as geo
 from clkit._engine import dispatch as _dispatch, filter as _filter
 from clkit.kernels import convolve, gaussian_blur

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from clkit._launch.kernel import map as _map
+from clkit._launch import map as _map
 import gpu_e2e  # benchmarks/ is the script's folder, first on sys.path
 
 COUNTS = (2, 3, 4, 6)

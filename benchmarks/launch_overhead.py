@@ -23,7 +23,7 @@ import pyopencl as cl
 
 import clkit
 import scale  # benchmarks/ is the script's folder, first on sys.path
-from clkit._launch.kernel import kernel as _launch
+from clkit._launch import kernel as _launch
 
 SRC = "__kernel void nothing(__global float* a, __global const float* b, const uint n) { }"
 N = 1 << 16

@@ -27,8 +27,8 @@ import pyopencl.array as cl_array
 import clkit
 import scale  # benchmarks/ is the script's folder, first on sys.path
 from clkit import kernels as ck
-from clkit._launch.kernel.kernel import Kernel, recording
-from clkit._build.build.tiers import tier
+from clkit._launch.kernel import Kernel, recording
+from clkit._build.tiers import tier
 
 
 def cases(width: int, height: int, rng):

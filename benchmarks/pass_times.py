@@ -16,8 +16,8 @@ import sys
 import numpy as np
 
 import clkit
-from clkit._build.build import tiers as _tiers
-from clkit._launch.kernel.kernel import recording
+from clkit._build import tiers as _tiers
+from clkit._launch.kernel import recording
 from clkit.kernels import gaussian_blur
 
 

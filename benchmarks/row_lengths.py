@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 import clkit
-from clkit._build.build import tiers as _tiers
+from clkit._build import tiers as _tiers
 from clkit.kernels import convolve, gaussian_blur
 from gpu_conv_sweep import kernel_median_ms  # benchmarks/ is the script's folder, first on sys.path
 

@@ -22,8 +22,8 @@ import numpy as np
 
 import clkit
 from clkit import kernels as ck
-from clkit._build.build import tiers as _tiers
-from clkit._launch.kernel.kernel import recording
+from clkit._build import tiers as _tiers
+from clkit._launch.kernel import recording
 
 
 def median_ms(fn, n=5):

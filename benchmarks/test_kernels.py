@@ -32,7 +32,7 @@ import statistics
 import pytest
 
 from clkit import bench as _bench
-from clkit._launch.kernel.kernel import recording
+from clkit._launch.kernel import recording
 
 SIZE = _bench.parse_size(os.environ.get("CLKIT_BENCH_SIZE", "default"))
 CASES = _bench.make_cases(SIZE)

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import clkit
-from clkit._build.build import helper as _helper, tiers as _tiers
+from clkit._build import helper as _helper, tiers as _tiers
 from clkit.kernels import convolve, gaussian_blur
 
 

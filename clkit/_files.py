@@ -1,8 +1,10 @@
-"""Writing a file whole or not at all.
+"""Writing a file whole or not at all, and the folder that caches live in.
 
 Every file clkit writes (images, point clouds, the kernel cache, benchmark
 reports and plots) goes through :func:`atomic_write`, so that an interrupted
 or failed write never leaves a half-written file under the final name.
+:func:`make_cache_home_usable` runs before the drivers load, so that PoCL,
+pyopencl and clkit find a cache folder they can write.
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import tempfile
+import warnings
 from pathlib import Path
+
+from ._errors import caller_outside_clkit
 
 
 @contextlib.contextmanager
@@ -59,3 +65,42 @@ def _write_error(path: Path, exc: OSError) -> OSError:
     if str(path) in str(exc):
         return exc
     return type(exc)(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def cache_home() -> Path:
+    """The user's cache folder, as PoCL, pyopencl and clkit find it: ``$XDG_CACHE_HOME``, else
+    ``~/.cache``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def make_cache_home_usable() -> None:
+    """Before the drivers load: where the user's cache folder cannot be written, point
+    ``XDG_CACHE_HOME`` at a folder of this user's in the temp folder, and warn.
+
+    PoCL then reports no device at all (it cannot make its cache folder), and pyopencl fails
+    every kernel it is asked for.  A folder that does not exist yet counts as usable when its
+    parent is a writable folder; a missing home folder is not made.
+    """
+    try:
+        home = cache_home()
+    except RuntimeError:  # no HOME, and no entry in the password database
+        home = None
+    if home is not None and _usable(home):
+        return
+    fallback = Path(tempfile.gettempdir()) / f"clkit-cache-{getattr(os, 'getuid', lambda: 0)()}"
+    try:
+        fallback.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return
+    if _usable(fallback):
+        os.environ["XDG_CACHE_HOME"] = str(fallback)
+        warnings.warn(f"clkit: the cache folder {home} cannot be written; PoCL, pyopencl and "
+                      f"clkit keep their caches in {fallback} in this process (set "
+                      "XDG_CACHE_HOME to a writable folder to choose)", RuntimeWarning,
+                      stacklevel=caller_outside_clkit())
+
+
+def _usable(folder: Path) -> bool:
+    if folder.is_dir():
+        return os.access(folder, os.W_OK | os.X_OK)
+    return folder.parent.is_dir() and os.access(folder.parent, os.W_OK | os.X_OK)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pyopencl as cl
 
 from .._errors import BuildError, caller_outside_clkit
+from .._files import cache_home
 from .._platform import oclgrind as _oclgrind
 from .._platform.devices import Device
 from .._platform.runtime import on_loss, runtime, simulator_in_use
@@ -213,7 +214,7 @@ def _check_room_to_build(source: Source, options: tuple, device: Device) -> None
     if limit != resource.RLIM_INFINITY and limit < _LARGEST_FILE:
         why = f"this process may write files of at most {limit} bytes (RLIMIT_FSIZE)"
     else:
-        folder = Path(os.environ.get("POCL_CACHE_DIR") or _cache.cache_home() / "pocl")
+        folder = Path(os.environ.get("POCL_CACHE_DIR") or cache_home() / "pocl")
         try:  # made again if it went (a cleaner of old files): PoCL only makes it as it loads
             folder.mkdir(parents=True, exist_ok=True)
             stat = os.statvfs(folder)

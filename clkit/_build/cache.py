@@ -12,8 +12,8 @@ overwritten.
 ``CLKIT_CACHE_DIR`` moves the cache (default ``$XDG_CACHE_HOME/clkit`` or
 ``~/.cache/clkit``); ``CLKIT_CACHE=0`` turns it off.  Where the user's cache
 folder cannot be written (a read-only home, ``HOME=/nonexistent`` in a
-container), :func:`make_cache_home_usable` moves it, for the process, to the
-temp folder, with a warning.
+container), :func:`clkit._files.make_cache_home_usable` moves it, for the
+process, to the temp folder, with a warning.
 """
 
 from __future__ import annotations
@@ -22,12 +22,10 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 import warnings
 from pathlib import Path
 
-from .._errors import caller_outside_clkit
-from .._files import atomic_write
+from .._files import atomic_write, cache_home
 
 _MAGIC = b"CLKITBIN"
 _FORMAT = 1
@@ -42,45 +40,6 @@ def cache_dir() -> Path | None:
     if configured:
         return Path(configured).expanduser()
     return cache_home() / "clkit"
-
-
-def cache_home() -> Path:
-    """The user's cache folder, as PoCL, pyopencl and clkit find it: ``$XDG_CACHE_HOME``, else
-    ``~/.cache``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-
-
-def make_cache_home_usable() -> None:
-    """Before the drivers load: where the user's cache folder cannot be written, point
-    ``XDG_CACHE_HOME`` at a folder of this user's in the temp folder, and warn.
-
-    PoCL then reports no device at all (it cannot make its cache folder), and pyopencl fails
-    every kernel it is asked for.  A folder that does not exist yet counts as usable when its
-    parent is a writable folder; a missing home folder is not made.
-    """
-    try:
-        home = cache_home()
-    except RuntimeError:  # no HOME, and no entry in the password database
-        home = None
-    if home is not None and _usable(home):
-        return
-    fallback = Path(tempfile.gettempdir()) / f"clkit-cache-{getattr(os, 'getuid', lambda: 0)()}"
-    try:
-        fallback.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return
-    if _usable(fallback):
-        os.environ["XDG_CACHE_HOME"] = str(fallback)
-        warnings.warn(f"clkit: the cache folder {home} cannot be written; PoCL, pyopencl and "
-                      f"clkit keep their caches in {fallback} in this process (set "
-                      "XDG_CACHE_HOME to a writable folder to choose)", RuntimeWarning,
-                      stacklevel=caller_outside_clkit())
-
-
-def _usable(folder: Path) -> bool:
-    if folder.is_dir():
-        return os.access(folder, os.W_OK | os.X_OK)
-    return folder.parent.is_dir() and os.access(folder.parent, os.W_OK | os.X_OK)
 
 
 def key(source_text: str, options: tuple, device) -> str:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import pyopencl as cl
 
-from .._build import cache as _cache
 from .._errors import ArgumentTypeError, ClkitError, DeviceNotFoundError, NoOpenCLError
+from .._files import make_cache_home_usable
 from . import icd as _icd, oclgrind as _oclgrind
 
 TYPES = ("gpu", "cpu", "accelerator")
@@ -231,7 +231,7 @@ def all_devices() -> list[Device]:
         if _all is None:
             _opencl_pid = os.getpid()
             _oclgrind.apply_debug_environment()  # CLKIT_DEBUG=oclgrind: before drivers load
-            _cache.make_cache_home_usable()  # also before: PoCL makes its cache folder there
+            make_cache_home_usable()  # also before: PoCL makes its cache folder there
             try:
                 platforms = cl.get_platforms()
             except cl.Error as exc:

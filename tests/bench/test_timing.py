@@ -1,7 +1,7 @@
 """A benchmark times the kernels a loop of calls settles on, not the first calls' ones."""
 
-from clkit._build.build import tiers as _tiers
-from clkit._launch.kernel.kernel import recording
+from clkit._build import tiers as _tiers
+from clkit._launch.kernel import recording
 from clkit.bench import make_cases, parse_size
 
 

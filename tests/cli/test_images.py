@@ -484,7 +484,7 @@ def test_device_option(tmp_path, rgb, monkeypatch, capsys):
     # In this process, so that every kernel launch is seen with its queue's device: each
     # device named runs the kernels, the default device (when another is named) none of them.
     import clkit as ck
-    from clkit._launch.kernel import kernel as _launch
+    from clkit._launch import kernel as _launch
     from clkit.cli import main
     used = []
     enqueue = _launch._enqueue  # where every clkit kernel launch is enqueued
@@ -510,7 +510,7 @@ def test_device_option_takes_several_devices(tmp_path, rng, monkeypatch, capsys)
     # A comma-separated list (or "all"): a folder's files are shared out among the devices, a
     # single file is cut into bands across them; the results are the same.
     import clkit as ck
-    from clkit._launch.kernel import kernel as _launch
+    from clkit._launch import kernel as _launch
     from clkit.cli import main
     used = set()
     enqueue = _launch._enqueue

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import clkit
-from clkit._build.build import build as _build, cache as _cache
+from clkit._build import build as _build, cache as _cache
 
 SRC = "__kernel void add_k(__global int* x, const int k) { x[get_global_id(0)] += k; }"
 

@@ -27,8 +27,8 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit._build.build import build as _build, tiers as _tiers
-from clkit._launch.kernel import kernel as _launch
+from clkit._build import build as _build, tiers as _tiers
+from clkit._launch import kernel as _launch
 from clkit._platform import runtime as _runtime
 from clkit._memory import transfer as _transfer
 from clkit._errors import DeviceRef, DriverError

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from clkit._platform import devices as _devices
-from clkit._build.build import helper as _helper, tiers as _tiers
+from clkit._build import helper as _helper, tiers as _tiers
 from clkit._errors import DeviceNotFoundError
 from _reference import (assert_close_scaled, convolve_reference, filter_ulps, gaussian_radius,
                         gaussian_reference)
@@ -93,7 +93,7 @@ def test_a_new_cache_folder_gets_a_new_helper(helper, monkeypatch, tmp_path):
 
 EXIT_WHILE_BUILDING = textwrap.dedent("""
     import functools, subprocess, sys, time, types
-    from clkit import _helper, _tiers
+    from clkit._build import helper as _helper, tiers as _tiers
     # a background build that takes 20 s in the helper and then leaves a file, as a build
     # leaves its binary in the disk cache
     job = functools.partial(subprocess.run, ["sh", "-c", f"sleep 20; touch {sys.argv[1]}"])
@@ -136,7 +136,7 @@ COLD_START = textwrap.dedent("""
     import json, sys
     import numpy as np
     import clkit, clkit.kernels as ck
-    from clkit import _helper, _tiers
+    from clkit._build import helper as _helper, tiers as _tiers
     device = clkit.select(sys.argv[1])
     rng = np.random.default_rng(5)
     image = rng.random((40, 70), dtype=np.float32)
@@ -188,7 +188,7 @@ AHEAD = textwrap.dedent("""
     import json, sys
     import numpy as np
     import clkit, clkit.kernels as ck
-    from clkit import _tiers
+    from clkit._build import tiers as _tiers
     device = clkit.select(sys.argv[1])
     x = np.arange(1000, dtype=np.float32)
     ck.vector_add(x, x, device=device)  # the process's first library call on the device

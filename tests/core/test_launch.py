@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 
 import clkit
-from clkit._build.build import build as _build
+from clkit._build import build as _build
 
 from _reference import BLOCK_SUMS, SAXPY
 

@@ -1,4 +1,4 @@
-"""The package's shape: layers that import only downwards, no import cycle, short files.
+"""The package's shape: layers that import only downwards, no import cycle, no overlong file.
 
 Every module of ``clkit/`` belongs to one layer of :data:`LAYERS`, listed
 from the bottom up; a module may import its own layer and the layers below
@@ -17,22 +17,23 @@ KERNELS_CL = PACKAGE.parent / "kernels_cl"
 
 # (layer, the modules or packages in it), bottom first. A package name stands for all its
 # modules ("clkit" for its __init__ only). A new module gets a place here: the layer whose
-# modules it may use.
+# modules it may use; a new package is a new layer, or joins one.
 LAYERS = [
-    ("foundation", ["clkit._errors", "clkit._files", "clkit._platform.icd", "clkit._platform.oclgrind",
-                    "clkit._build.signature", "clkit._build.source", "clkit._build.cache", "clkit._io.imageio"]),
-    ("devices", ["clkit._platform.devices"]),
-    ("runtime", ["clkit._platform.runtime", "clkit._trace.trace", "clkit._trace.export"]),
-    ("build/array", ["clkit._build.build", "clkit._build.helper", "clkit._build.tiers", "clkit._memory.array",
-                     "clkit._memory.pinned", "clkit._memory.transfer"]),
-    ("launch", ["clkit._launch.kernel", "clkit._launch.convert", "clkit._launch.prepared", "clkit._launch.work_sizes"]),
-    ("program", ["clkit._launch.program", "clkit._launch.map", "clkit"]),
+    ("foundation", ["clkit._errors", "clkit._files"]),
+    ("platform", ["clkit._platform"]),
+    ("trace", ["clkit._trace"]),
+    ("memory", ["clkit._memory"]),
+    ("build", ["clkit._build"]),
+    ("launch", ["clkit._launch", "clkit"]),
+    ("engine", ["clkit._engine"]),
     ("kernels library", ["clkit.kernels"]),
-    ("cli/bench/mpi", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.dask", "clkit.__main__"]),
+    ("io", ["clkit._io"]),
+    ("cli/bench/mpi/dask", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.dask", "clkit.__main__"]),
 ]
 
-MAX_PY_LINES = 500
-MAX_CL_LINES = 400
+#: A file longer than this is worth a look (is it doing two jobs?); the test names it.
+MAX_PY_LINES = 800
+MAX_CL_LINES = 800
 
 
 def module_name(path: Path) -> str:
@@ -117,9 +118,9 @@ def test_no_import_cycle():
 
 def test_the_walk_sees_imports():
     # a check of the checker: known edges of each kind of import statement
-    assert "clkit._errors" in GRAPH["clkit._platform.devices"]  # from ._errors import ...
-    assert "clkit._platform.oclgrind" in GRAPH["clkit._platform.devices"]  # from . import _icd, _oclgrind
-    assert "clkit._io.masks" in GRAPH["clkit.cli._types"]  # from ..kernels._masks import
+    assert "clkit._errors" in GRAPH["clkit._platform.devices"]  # from .._errors import ...
+    assert "clkit._platform.oclgrind" in GRAPH["clkit._platform.devices"]  # from . import a, b
+    assert "clkit._io.masks" in GRAPH["clkit.cli._types"]  # from .._io.masks import
     assert "clkit._io.imageio" in GRAPH["clkit._io.masks"]  # inside a function
 
 
@@ -132,4 +133,5 @@ def _line_count_cases():
 def test_file_length(path):
     limit = MAX_CL_LINES if path.suffix == ".cl" else MAX_PY_LINES
     lines = len(path.read_text().splitlines())
-    assert lines <= limit, f"{path.name} has {lines} lines; split it below {limit}"
+    assert lines <= limit, (f"{path.name} has {lines} lines: more than {limit} is worth a look "
+                            "(does it do two jobs?); split it by job, not by length")

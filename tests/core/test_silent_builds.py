@@ -88,7 +88,7 @@ def test_a_failed_build_prints_nothing_beside_its_build_error(tmp_path):
 def test_only_the_compilers_counts_are_kept_from_stderr_while_a_library_program_builds(capfd):
     # The redirection is process-wide: what other threads write meanwhile (a background build
     # runs beside the caller) comes out afterwards; the counts stay in the build's log.
-    from clkit._build.build import build as _build
+    from clkit._build import build as _build
     held = []
     with _build._driver_output_held(held):
         os.write(2, b"12 warnings generated.\nanother thread's line\n1 warning and 2 errors "

@@ -20,7 +20,7 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
-from clkit._build.build import build as _build, tiers as _tiers
+from clkit._build import build as _build, tiers as _tiers
 from clkit._platform.runtime import simulator_in_use
 from clkit._engine.conv_geometry import geometry as _geometry
 from clkit._engine.filter import Filter

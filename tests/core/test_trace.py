@@ -18,8 +18,8 @@ import pytest
 from scipy import ndimage
 
 import clkit
-from clkit._build.build import tiers as _tiers
-from clkit._trace.trace import trace as _trace
+from clkit._build import tiers as _tiers
+from clkit._trace import trace as _trace
 from clkit._memory import transfer as _transfer
 from clkit.kernels import gaussian_blur, vector_add
 

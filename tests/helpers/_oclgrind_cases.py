@@ -633,7 +633,7 @@ def run_group(group: str, names=None) -> int:
     out = sys.stdout
     try:
         import clkit
-        from clkit._launch.kernel import kernel as _launch
+        from clkit._launch import kernel as _launch
         from clkit._platform import oclgrind as _oclgrind
         launches = [0]
         call = _launch.Kernel.__call__

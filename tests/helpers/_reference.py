@@ -18,7 +18,7 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit._build.build import tiers as _tiers
+from clkit._build import tiers as _tiers
 
 EPS32 = float(np.finfo(np.float32).eps)
 

@@ -404,8 +404,8 @@ def test_convolve_non_contiguous_image_and_mask(device, rng):
 def test_each_kernel_takes_one_local_size_whatever_the_width(device, rng, monkeypatch, tier):
     """A driver such as PoCL compiles a kernel again for each new local size: a new image width
     must not choose one."""
-    from clkit._launch.kernel import kernel as _launch
-    from clkit._build.build import tiers as _tiers
+    from clkit._launch import kernel as _launch
+    from clkit._build import tiers as _tiers
     sizes = {}
     enqueue = _launch._enqueue
 
@@ -636,7 +636,7 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
     ((17, 132), (5, 5), np.float64), ((19, 72), (3, 3), np.int32)], ids=str)
 def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape,
                                            dtype):
-    from clkit._build.build import tiers as _tiers
+    from clkit._build import tiers as _tiers
     from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
     from clkit._engine.filter import Filter
     if dtype == np.float64:
@@ -881,7 +881,7 @@ def baked_case(device, rng, case):
 
 @pytest.mark.parametrize("case", list(BAKED_CASES))
 def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, case):
-    from clkit._build.build import tiers as _tiers
+    from clkit._build import tiers as _tiers
     from clkit._engine import dispatch as _dispatch, filter as _filter
     sigma, baked, image, filt = baked_case(as_gpu, rng, case)
     defines = build_defines(filt, as_gpu)
@@ -910,7 +910,7 @@ def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, c
 def test_gpu_masks_past_the_constant_buffer_go_to_global_memory(as_gpu, rng, monkeypatch, case):
     """Masks over the device's constant buffer are read from __global memory, with the same
     sums, and then no weights are built in: the program's tables are __constant."""
-    from clkit._build.build import tiers as _tiers
+    from clkit._build import tiers as _tiers
     from clkit._engine import dispatch as _dispatch, filter as _filter
     sigma, _, image, filt = baked_case(as_gpu, rng, case)
     assert "MASK_SPACE" not in build_defines(filt, as_gpu)

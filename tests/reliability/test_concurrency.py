@@ -213,7 +213,7 @@ BUILDER = textwrap.dedent('''
     import os, sys, time
     import numpy as np
     import clkit
-    from clkit import _build
+    from clkit._build import build as _build
     source, start, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     device = clkit.select(os.environ.get("CHECK_DEVICE"))
     clkit.runtime(device)  # the context first, so that the processes race on the build alone

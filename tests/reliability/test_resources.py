@@ -18,7 +18,7 @@ import pytest
 
 import clkit
 import clkit.kernels as ck
-from clkit._build.build import tiers as _tiers
+from clkit._build import tiers as _tiers
 
 SAXPY = """
 __kernel void saxpy(const float a, __global const float* x, __global float* y)
