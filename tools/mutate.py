@@ -108,7 +108,7 @@ MUTANTS = [
       "return np.where(m < n, m, 2 * n - 2 - m)", ["test_convolve_modes"], k="reflect"),
     # -- gaussian_blur
     M("gaussian-radius", "the mask's radius int(truncate * sigma), not rounded",
-      "clkit/kernels/**/*.py", "radius = int(truncate * sigma + 0.5)",
+      "clkit/_engine/**/*.py", "radius = int(truncate * sigma + 0.5)",
       "radius = int(truncate * sigma)",
       ["test_gaussian_sigmas"]),
     M("gaussian-inf-sign", "+inf in the result turned into -inf",
@@ -169,7 +169,7 @@ MUTANTS = [
       "clkit/**/*.py", "_TYPE_RANK.get(device.type, 2)", "_TYPE_RANK.get(device.type, 1)",
       ["test_best_device_prefers_gpus_then_cpus_then_the_rest_then_capacity"]),
     M("fp64-unchecked", "float64 accepted on a device without cl_khr_fp64",
-      "clkit/kernels/**/*.py", "    if not device.fp64:\n        raise",
+      "clkit/_engine/**/*.py", "    if not device.fp64:\n        raise",
       "    if False:\n        raise",
       ["test_float64_on_a_device_without_fp64"]),
     M("scalars-through-float32", "float and double scalar arguments rounded to float32",

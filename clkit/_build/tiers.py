@@ -19,7 +19,7 @@ The background thread runs at the lowest scheduling priority the system
 offers (``SCHED_IDLE`` on Linux, else the highest nice value), so that on a
 machine with few cores a build uses the cycles the caller leaves idle rather
 than the caller's (docs/benchmarks.md, "Tiered builds", has the measurement).
-On CPU drivers it hands each build to a helper process (clkit/_helper.py):
+On CPU drivers it hands each build to a helper process (clkit/_build/helper.py):
 PoCL compiles one program at a time per process, so a build in the thread
 would hold up every build the caller starts meanwhile.
 
@@ -219,7 +219,7 @@ def prebuild(program, device, prime=None, first=False, after=None) -> bool:
     after the build, as for a hot variant.  ``after`` (an event, or :class:`AfterLaunch`) is
     what a build in this process waits for: drivers such as PoCL compile one program at a
     time, the first launch of a kernel included, so that a build started beside the caller's
-    first launch would hold that launch up (the helper process of clkit/_helper.py starts at
+    first launch would hold that launch up (the helper process of clkit/_build/helper.py starts at
     once).  Whether the build was queued.
     """
     if not background_builds() or simulator_in_use():

@@ -298,7 +298,7 @@ class Filter(Operation):
     def plan(self, rt, r0, r1):
         """The kernels of output rows ``[r0, r1)``, their masks and row map on the device.
 
-        Each launch runs the specialised build when it is ready (see clkit/_tiers.py), else
+        Each launch runs the specialised build when it is ready (see clkit/_build/tiers.py), else
         the generic one, with the same sums.  The generic kernel writes the type it sums in,
         so integers summed in double for a float32 result (WIDE_INTEGERS on devices with
         fp64) always take the specialised one.
@@ -310,7 +310,7 @@ class Filter(Operation):
         specialised = self._passes(rt, r0, r1, Specialised(prg, shape))
         must = self.acc(device) != self.dtype
         work = (r1 - r0) * self.shape[1] * self.channels * self.taps(device)
-        # picklable, so that a helper process can build and launch them (clkit/_helper.py)
+        # picklable, so that a helper process can build and launch them (clkit/_build/helper.py)
         prime = functools.partial(self._prime, device)
         prime_generic = functools.partial(self._prime, device, generic=True)
         border = list(MODES).index(self.mode)

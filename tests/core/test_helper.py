@@ -1,4 +1,4 @@
-"""The helper process that makes background builds on CPU drivers (clkit/_helper.py).
+"""The helper process that makes background builds on CPU drivers (clkit/_build/helper.py).
 
 Its protocol is tested with jobs from the standard library (one that answers, one that raises,
 one that ends the helper, one that hangs). A whole cold start, whose background builds go

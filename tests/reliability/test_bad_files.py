@@ -238,7 +238,7 @@ def test_output_name_that_is_a_folder(tmp_path, rgb):
     fails(clkit("mandelbrot", tmp_path / "m.png", "--size", "8x8"), "mandelbrot.png", "folder")
 
 
-LIMIT = 2 << 20  # bytes: the drivers' own files fit (clkit/_build.py), the results do not
+LIMIT = 2 << 20  # bytes: the drivers' own files fit (clkit/_build/build.py), the results do not
 
 
 def small_files():
