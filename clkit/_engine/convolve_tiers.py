@@ -1,7 +1,7 @@
 """The two tiers of the convolution kernels: how a filter's passes are launched.
 
 ``Specialised`` runs the build of convolution_cpu.cl or convolution_gpu.cl made for one mask size, mode,
-dtype and geometry; ``Generic`` runs convolve_generic.cl, one build per device
+dtype and geometry; ``Generic`` runs convolution_generic.cl, one build per device
 and accumulation type that takes all of those as arguments and reproduces the
 specialised build's sums.  ``Filter.plan`` (in ``_filter``) picks one per
 launch through :mod:`clkit._build.tiers`.
@@ -61,7 +61,7 @@ class Specialised:
 #: convolution_cpu.cl's MAX_UNROLL: its CPU variant unrolls the taps of 2-D masks up to this size,
 #: which decides how it shares taps between its two accumulators.
 UNROLL_TAPS = 256
-#: convolve_generic.cl's CHUNK, vectors per work-item: on CPUs four of the CPU variant's vectors;
+#: convolution_generic.cl's CHUNK, vectors per work-item: on CPUs four of the CPU variant's vectors;
 #: on GPUs one 16-byte vector, so that a work-group reads contiguous memory (on an H200 a 9x9
 #: convolution of a 7680x4320 image took 18 ms with four vectors of 16 floats per work-item).
 GENERIC_CHUNK = {"cpu": 4, "gpu": 1}
@@ -75,7 +75,7 @@ _CL_ACC = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
 def convert_defines(acc) -> dict:
-    """The defines of to_acc's own build (convolve_generic.cl) for accumulator type ``acc``."""
+    """The defines of to_acc's own build (convolution_generic.cl) for accumulator type ``acc``."""
     return {"CONVERT": 1, "ACC_T": _CL_ACC[acc]}
 
 
@@ -91,7 +91,7 @@ def prime_convert(device, acc, options, **defines) -> None:
     n = 1 << 17
     src = _transfer.upload(rt, np.zeros(n, np.uint8), queue)
     out = cl_array.empty(queue, n, acc)
-    convert = program("convolve_generic", options=options, **defines)
+    convert = program("convolution_generic", options=options, **defines)
     convert.to_acc(src, out, n, TYPE_CODES[src.dtype], global_size=n, local_size=64,
                    device=device, queue=queue)
 
@@ -104,7 +104,7 @@ on_loss(lambda rt: _quick_convert_ready.difference_update(
 
 
 class Generic:
-    """The passes of a filter through the generic build (convolve_generic.cl).
+    """The passes of a filter through the generic build (convolution_generic.cl).
 
     It runs the geometry of the specialised build it stands in for (run
     length, accumulator order), so that both give the same sums.
@@ -126,17 +126,17 @@ class Generic:
         self.device = device
         self.options = UNOPTIMISED if device.simulator else ()
         defines = dict(ACC_T=_CL_ACC[self.acc], GV=vw, CHUNK=chunk)
-        self.prg = program("convolve_generic", options=self.options, **defines)
+        self.prg = program("convolution_generic", options=self.options, **defines)
         # A call (work given) may run the build without optimisation until this one is ready;
         # then ``optimised`` is the build queue_builds queues
         self.optimised = None
-        self._convert = program("convolve_generic", options=self.options,
+        self._convert = program("convolution_generic", options=self.options,
                                 **convert_defines(self.acc))
         # the quick tier's one build: the filter kernel and to_acc, without optimisation
         self._quick = dict(defines, WITH_CONVERT=1)
         if work is not None and _tiers.use_quick(self.prg, device, work=work):
             self.optimised = self.prg
-            self.prg = program("convolve_generic", options=UNOPTIMISED, **self._quick)
+            self.prg = program("convolution_generic", options=UNOPTIMISED, **self._quick)
             if (device, self.acc) not in _quick_convert_ready and \
                     not _build.available(self._convert.source, self._convert.options, device):
                 # its code generated now (50 ms on PoCL), not at the first image of another
@@ -183,7 +183,7 @@ class Generic:
                 _tiers.pending(convert, self.device):
             # to_acc's own build is still under way (built in the call, or launched first
             # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves
-            convert = program("convolve_generic", options=UNOPTIMISED, **self._quick)
+            convert = program("convolution_generic", options=UNOPTIMISED, **self._quick)
         out = cl_array.empty(self.queue, src.shape, self.acc)
         n = src.size
         convert.to_acc(src, out, n, TYPE_CODES[src.dtype], global_size=round_up(n, 64),

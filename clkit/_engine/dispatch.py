@@ -46,7 +46,7 @@ CL_TYPES = {
     np.dtype(np.float64): "double",
 }
 #: The numbers of the element types in kernels that take one at run time (vector_add.cl,
-#: convolve_generic.cl's to_acc): CL_TYPES's order.
+#: convolution_generic.cl's to_acc): CL_TYPES's order.
 TYPE_CODES = {dtype: i for i, dtype in enumerate(CL_TYPES)}
 #: Plans kept; each holds a few small device buffers (masks, row maps).
 MAX_PLANS = 256

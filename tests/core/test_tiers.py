@@ -181,7 +181,7 @@ def test_a_pending_conversion_build_gives_way_to_the_quick_one(device, rng, monk
     if device.type != "cpu" or device.simulator:
         pytest.skip("the quick tier serves CPU drivers")
     from clkit._engine import convolve_tiers as _convolve_tiers
-    convert = _convolve_tiers.program("convolve_generic", options=(),
+    convert = _convolve_tiers.program("convolution_generic", options=(),
                                       **_convolve_tiers.convert_defines(np.dtype(np.float32)))
     monkeypatch.setattr(_tiers, "pending", lambda program, dev: program is convert)
     monkeypatch.setattr(_convolve_tiers, "_quick_convert_ready",

@@ -1,5 +1,5 @@
 /*
- * convolve_generic.cl: the generic tier of clkit.kernels.convolve and gaussian_blur.
+ * convolution_generic.cl: the generic tier of clkit.kernels.convolve and gaussian_blur.
  *
  * It computes what convolution_cpu.cl computes (the same correlation of a band of output rows read
  * through rowmap, the same two separable passes; see there), but every choice convolution_cpu.cl
