@@ -7,6 +7,7 @@ import pyopencl as cl
 import pytest
 
 import clkit
+import clkit.kernels
 from clkit._build import build as _build
 
 from _reference import BLOCK_SUMS, SAXPY
