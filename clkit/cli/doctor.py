@@ -10,7 +10,7 @@ import pyopencl as cl
 
 from .._build.cache import cache_dir
 from .._errors import ClkitError, LaunchError
-from .._platform import icd as _icd
+from .._platform import icd as _icd, oclgrind as _oclgrind
 from .._platform.devices import Device, all_devices, devices, select
 from ._command import Command
 
@@ -59,6 +59,14 @@ class Doctor(Command):
             print(f"[note] {library} ({package} from pip) is installed but no .icd file "
                   f"registers it\n       to use it: "
                   f"{_icd.register_command(library, _icd.vendor_dirs()[0] / icd_name)}")
+        oclgrind = None if _oclgrind.registered() else _oclgrind.find_library()
+        if oclgrind is not None:
+            # apt-get install oclgrind registers no .icd file: not a problem either, since
+            # clkit check and CLKIT_DEBUG=oclgrind register it for their own process
+            print(f"[note] Oclgrind's driver {oclgrind} is installed but no .icd file registers "
+                  "it, so it is no device here (clkit check uses it all the same)\n"
+                  f"       to list it as a device: "
+                  f"{_icd.register_command(oclgrind, _icd.vendor_dirs()[0] / 'oclgrind.icd')}")
         nvidia = _icd.unregistered_nvidia()
         if nvidia:
             report(False, f"NVIDIA's OpenCL library {nvidia} is not registered",

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import clkit
-from clkit._platform import devices as _devices, icd as _icd
+from clkit._platform import devices as _devices, icd as _icd, oclgrind as _oclgrind
 
 from _where import CWD, child_env
 
@@ -262,3 +262,34 @@ def test_usage_mistake_is_one_line():
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("clkit: error:")
     assert run.stderr.rstrip().endswith("(see `clkit devices --help`)")  # the command's options
+
+
+def test_doctor_gives_the_line_that_registers_an_installed_oclgrind(tmp_path):
+    # as after `apt-get install oclgrind`: the simulator's driver is there, no .icd file names it
+    library = _oclgrind.find_library()
+    if library is None:
+        pytest.skip("needs Oclgrind installed (Debian: apt-get install oclgrind)")
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    for icd in _icd.icd_files(probe=False):
+        if "oclgrind" not in icd.library.lower():
+            (vendors / icd.path.name).write_text(icd.library + "\n")
+    env = child_env(OCL_ICD_VENDORS=str(vendors))
+    env.pop("CLKIT_VISIBLE_DEVICES", None)
+
+    def command(*args):
+        return subprocess.run([sys.executable, "-m", "clkit", *args], capture_output=True,
+                              text=True, cwd=CWD, env=env, timeout=300)
+
+    def platforms():
+        return {d["platform"] for d in json.loads(command("devices", "--json").stdout)}
+
+    assert "Oclgrind" not in platforms()
+    doctor = command("doctor").stdout
+    assert f"[note] Oclgrind's driver {library} is installed but no .icd file" in doctor
+    fix = next(line for line in doctor.splitlines() if "to list it as a device: " in line)
+    line = fix.split("to list it as a device: ", 1)[1]
+    assert line == f"echo {library} | tee {vendors / 'oclgrind.icd'}"
+    subprocess.run(line, shell=True, check=True, capture_output=True)
+    assert "Oclgrind" in platforms()
+    assert "Oclgrind's driver" not in command("doctor").stdout  # registered now
