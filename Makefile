@@ -62,4 +62,4 @@ doctest: setup
 	$(BIN)/python -m pytest -q --doctest-modules clkit --doctest-glob='*.rst' docs/api
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks docs/_build docs/api/generated
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .benchmarks docs/_build docs/api/generated

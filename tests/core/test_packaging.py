@@ -42,9 +42,13 @@ def kernel_files(folder: Path) -> list:
     return sorted(p.name for p in folder.iterdir() if p.suffix in KERNEL_SUFFIXES)
 
 
+def reraise(name):
+    raise  # (pkgutil calls this inside its except clause, where ImportErrors would be ignored)
+
+
 def test_every_module_is_shipped_and_imports():
-    walked = sorted(["clkit"] + [name for _, name, _ in
-                                 pkgutil.walk_packages(clkit.__path__, "clkit.")])
+    walked = sorted(["clkit"] + [name for _, name, _ in pkgutil.walk_packages(
+        clkit.__path__, "clkit.", onerror=reraise)])
     # a folder without __init__.py is no package: find_packages would leave it out of the wheel
     assert walked == source_modules(REPO / "clkit")
     for name in walked:
