@@ -56,7 +56,7 @@ logging.getLogger("sphinx.sphinx.directives.other").addFilter(_OpenGlobs())
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_typehints = "none"          # types are in each docstring's Parameters
-autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_default_options = {"members": True, "special-members": "__call__"}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

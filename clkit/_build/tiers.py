@@ -106,6 +106,11 @@ def background_builds(enabled: bool | None = None) -> bool:
     bool
         Whether background builds are on (after the change).
 
+    Raises
+    ------
+    ArgumentTypeError
+        Anything but True or False.
+
     Examples
     --------
     >>> import clkit

@@ -29,6 +29,12 @@ def gaussian_taps(sigma: float, truncate: float = 4.0) -> np.ndarray:
     ndarray
         float64, ``2 * radius + 1`` weights summing to 1.
 
+    Raises
+    ------
+    ArgumentValueError
+        A negative ``sigma``, a non-positive ``truncate``, or a mask larger than clkit
+        handles.
+
     Examples
     --------
     >>> from clkit.kernels import gaussian_taps

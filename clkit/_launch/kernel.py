@@ -69,8 +69,20 @@ def recording():
 class Launch:
     """One kernel launch: its event, and its kernel time once finished.
 
-    ``kernel_ms`` waits for the launch (and the copies back) if needed, then
-    reads the kernel's start and end from the profiling event.
+    Returned by a :class:`Kernel` call.  ``kernel_ms`` waits for the launch (and the copies
+    back) if needed, then reads the kernel's start and end from the profiling event.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> program = clkit.Program.from_source(
+    ...     "__kernel void fill(__global int* a) { a[get_global_id(0)] = 7; }")
+    >>> a = np.zeros(3, np.int32)
+    >>> launch = program.fill(a, device="cpu", wait=False)
+    >>> launch.wait().done, a
+    (True, array([7, 7, 7], dtype=int32))
+    >>> launch.kernel_ms >= 0
+    True
     """
 
     __slots__ = ("kernel", "_rt", "_queue", "event", "_last", "_pending", "_ms", "_count",
@@ -232,7 +244,19 @@ class Kernel:
     """A kernel of a :class:`Program`, callable like a function.
 
     Get it as ``program.name`` or ``program["name"]``; the same object is
-    returned each time.
+    returned each time.  Calling it launches the kernel (see :meth:`__call__`).
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> program = clkit.Program.from_source(
+    ...     "__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2; }")
+    >>> a = np.arange(4, dtype=np.float32)
+    >>> launch = program.twice(a, device="cpu")
+    >>> a
+    array([0., 2., 4., 6.], dtype=float32)
+    >>> program.twice is program["twice"]
+    True
     """
 
     def __init__(self, program, name: str):
@@ -260,7 +284,10 @@ class Kernel:
         Parameters
         ----------
         *args
-            One argument per kernel parameter (see :mod:`clkit._launch.convert`).
+            One argument per kernel parameter: a numpy array or a device array for a
+            ``__global`` pointer (checked against its element type), a Python or numpy
+            scalar for a value (converted to its declared type, range-checked),
+            :class:`LocalMemory` for a ``__local`` pointer.
         global_size : int or tuple of int, optional
             Work-items per dimension; default: the element count of the first
             array argument, counted in its declared element type.
@@ -283,6 +310,20 @@ class Kernel:
         Returns
         -------
         Launch
+
+        Raises
+        ------
+        ArgumentTypeError
+            A wrong number of arguments, an array of another element type than the
+            parameter's, a value of a type the parameter cannot take.
+        ArgumentValueError
+            A scalar out of its type's range, a ``global_size`` that ``local_size`` does
+            not divide, ``__local`` memory beyond the device's.
+        BuildError
+            The program does not compile for the device (at its first launch there).
+        LaunchError
+            The driver refused the launch; ``context_lost`` says whether the device's
+            context went with it.
 
         Examples
         --------

@@ -30,6 +30,19 @@ class Program:
         The build options, defines first.
     device : Device, str or None
         Where kernels run when a launch names no device.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> program = clkit.Program.from_source(
+    ...     "__kernel void square(__global float* a)"
+    ...     "{ size_t i = get_global_id(0); a[i] *= a[i]; }", device="cpu")
+    >>> program.kernel_names
+    ['square']
+    >>> a = np.arange(3, dtype=np.float32)
+    >>> _ = program.square(a)
+    >>> a
+    array([0., 1., 4.], dtype=float32)
     """
 
     def __init__(self, source: Source, *, device=None, defines=None, options=()):

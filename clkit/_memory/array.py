@@ -52,6 +52,17 @@ def empty(shape, dtype, device=None) -> Array:
     -------
     pyopencl.array.Array
 
+    Raises
+    ------
+    ArgumentTypeError
+        A dtype that cannot live on a device (Python objects).
+    ArgumentValueError
+        A shape with negative or non-integer sizes.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+    OutOfDeviceMemoryError
+        More bytes than the device can allocate at once (its ``max_alloc``).
+
     Examples
     --------
     >>> import numpy as np, clkit

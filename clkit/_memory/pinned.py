@@ -60,6 +60,13 @@ def pinned_empty(shape, dtype, device=None) -> np.ndarray:
     numpy.ndarray
         C-contiguous, uninitialised; freed when it and its views are gone.
 
+    Raises
+    ------
+    ArgumentValueError
+        A shape with negative or non-integer sizes.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> import numpy as np, clkit
@@ -117,6 +124,11 @@ def pinned_like(array, device=None) -> np.ndarray:
     -------
     numpy.ndarray
 
+    Raises
+    ------
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> import numpy as np, clkit
@@ -136,6 +148,23 @@ def is_pinned(array, device=None) -> bool:
     """Whether a numpy array's memory is pinned for ``device`` (any device when None).
 
     Views count: a slice or reshape of a pinned array is pinned.
+
+    Parameters
+    ----------
+    array : object
+        Anything; only numpy arrays (and their views) made by :func:`pinned_empty` or
+        :func:`pinned_like` are pinned.
+    device : Device or str, optional
+        Pinned for this device's context; None: for any device.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    DeviceNotFoundError
+        ``device`` names no visible device (asked only about a pinned array).
 
     Examples
     --------

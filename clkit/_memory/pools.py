@@ -144,6 +144,11 @@ def release_memory(device=None) -> int:
     int
         The bytes given back.
 
+    Raises
+    ------
+    DeviceNotFoundError
+        ``device`` names no visible device.
+
     Examples
     --------
     >>> from clkit.kernels import release_memory

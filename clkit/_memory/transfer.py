@@ -241,6 +241,15 @@ def to_device(array, device=None) -> cl_array.Array:
     pyopencl.array.Array
         On the device's clkit runtime; ``.get()`` copies it back.
 
+    Raises
+    ------
+    ArgumentTypeError
+        An array of Python objects.
+    DeviceNotFoundError
+        ``device`` names no visible device.
+    OutOfDeviceMemoryError
+        More bytes than the device can allocate at once (its ``max_alloc``).
+
     Examples
     --------
     >>> import numpy as np, clkit

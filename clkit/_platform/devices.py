@@ -52,9 +52,40 @@ def setting(name: str, default=None):
 class Device:
     """One OpenCL device, as clkit lists it.
 
-    ``id`` is ``"P:D"``: platform and device index, as ``clkit devices``
-    prints them and as ``CLKIT_DEVICE`` accepts them.  ``cl_device`` is the
-    underlying :class:`pyopencl.Device`.
+    Made by :func:`devices` and :func:`select`, never by hand.  A device pickles by reference:
+    another process of the same machine gets the same device.
+
+    Attributes
+    ----------
+    id : str
+        ``"P:D"``: platform and device index, as ``clkit devices`` prints them and as
+        ``CLKIT_DEVICE`` accepts them.
+    name, platform, vendor, version, driver : str
+        As the driver reports them.
+    type : str
+        ``"gpu"``, ``"cpu"`` or ``"accelerator"``.
+    compute_units, clock_mhz : int
+    global_mem, local_mem, max_alloc : int
+        Bytes: the device's memory, its local memory per work-group, and the largest single
+        allocation.
+    max_work_group_size : int
+    max_work_item_sizes : tuple of int
+    fp64, fp16 : bool
+        Whether the device has double and half precision.
+    simulator : bool
+        True for the Oclgrind simulator, which clkit uses only when named.
+    unified_memory : bool
+        True where the device shares memory with the host (CPU drivers).
+    extensions : tuple of str
+    cl_device : pyopencl.Device
+        The underlying pyopencl device.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> cpu = clkit.select("cpu")
+    >>> cpu.type, clkit.select(cpu.id) == cpu
+    ('cpu', True)
     """
 
     id: str

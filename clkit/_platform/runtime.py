@@ -50,6 +50,13 @@ class Runtime:
     lost : str or None
         Why this runtime can no longer be used (its context was lost, or the
         process was forked); ``None`` while it works.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> rt = clkit.runtime("cpu")
+    >>> rt is clkit.runtime(rt.device), rt.lost is None
+    (True, True)
     """
 
     def __init__(self, device: Device):

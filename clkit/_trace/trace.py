@@ -133,6 +133,15 @@ class Trace:
     Made by :func:`trace`; see there.  ``events`` (a list of dicts, one per
     command, in the order enqueued), :meth:`summary`, :meth:`save` and
     :meth:`plot` wait for the recorded commands to finish.
+
+    Examples
+    --------
+    >>> import numpy as np, clkit
+    >>> from clkit.kernels import vector_add
+    >>> with clkit.trace() as t:
+    ...     _ = vector_add(np.ones(4, np.float32), np.ones(4, np.float32), device="cpu")
+    >>> [e["name"] for e in t.events if e["kind"] == "kernel"]
+    ['vector_add']
     """
 
     def __init__(self, limit: int = LIMIT):
@@ -439,6 +448,11 @@ def trace(limit: int = LIMIT) -> Trace:
     Trace
         Use it as a context manager; then ``summary()``, ``save(path)``,
         ``plot(path)`` or ``events``.
+
+    Raises
+    ------
+    ArgumentValueError
+        A ``limit`` that is not a positive number of records.
 
     Examples
     --------
