@@ -23,7 +23,6 @@ import numpy as np
 import clkit
 from clkit import kernels as ck
 from clkit._build import tiers as _tiers
-from clkit._launch.kernel import recording
 
 
 def median_ms(fn, n=5):
@@ -69,10 +68,11 @@ def kernel_ms(fn, queue, repeat):
     _tiers.wait_idle()
     times = []
     for _ in range(repeat):
-        with recording() as launches:
+        with clkit.trace() as recorded:
             fn()
         queue.finish()
-        times.append(sum(launch.kernel_ms for launch in launches))
+        times.append(sum(e["end_ms"] - e["start_ms"] for e in recorded.events
+                         if e["kind"] == "kernel"))
     return float(np.median(times))
 
 

@@ -76,14 +76,13 @@ def tmp_pitch(rowlen: int) -> int:
 def gpu_tile(kh, kw, separable) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
 
-    Chosen per mask from the tile sweeps of ``benchmarks/gpu_probe.py`` and
-    ``benchmarks/gpu_conv_sweep.py`` on the H200 (docs/benchmarks.md, "The convolution
-    tile"): wider rows of outputs up to 5x5, six rows per work-item up to 9x9; larger 2-D
-    masks keep GPU_TILE (at 15x15 every tile swept took 1.50-1.56 ms).  The two passes of a
-    separable mask take four outputs per work-item, whose unrolled taps then fit the
-    registers (a Gaussian of sigma 10, 81 taps each way: 1.02 ms, against 2.4-7.1 ms with
-    eight or more outputs per work-item); images summed in float take the passes streamed
-    through registers instead (GPU_ROWS, GPU_COLS).
+    Chosen per mask from sweeps of the tiles on an H200 (``benchmarks/gpu_conv_sweep.py``,
+    in the history at ``192cc65``): wider rows of outputs up to 5x5, six rows per work-item
+    up to 9x9; larger 2-D masks keep GPU_TILE (at 15x15 every tile swept took 1.50-1.56
+    ms).  The two passes of a separable mask take four outputs per work-item, whose
+    unrolled taps then fit the registers (a Gaussian of sigma 10, 81 taps each way: 1.02
+    ms, against 2.4-7.1 ms with eight or more outputs per work-item); images summed in
+    float take the passes streamed through registers instead (GPU_ROWS, GPU_COLS).
     """
     if separable:
         return 32, 8, 2, 2
@@ -103,7 +102,7 @@ def gpu_tile4(kh, kw) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX = 4 adjacent; PY rows) of a 2-D
     mask over an image summed in float (convolution_gpu.cl's VEC4).
 
-    From ``benchmarks/gpu_conv_sweep.py`` on an H200 (7680x4320, twelve tiles, copy 0.067 ms):
+    From the sweep on an H200 (7680x4320, twelve tiles, copy 0.067 ms):
     32 x 4 work-items of 4 rows took 0.086 ms at 3x3 and 0.095 at 5x5 (outputs LX apart,
     `gpu_tile`'s, in the same run: 0.090 and 0.116), 32 x 4 of 6 rows 0.151 at 9x9 (0.191);
     the ten other tiles 0.086-0.101, 0.098-0.112 and 0.154-0.194.  Bit-equal.
@@ -116,7 +115,7 @@ def gpu_tile4(kh, kw) -> tuple:
 #: 2-D masks of up to GPU_VEC4_MAX over images summed in float streamed through registers
 #: (convolution_gpu.cl's STREAM_2D): work-groups (LX, LY), each work-item 4 adjacent outputs of PY
 #: rows; None: through the tiles in local memory (`gpu_tile4`).  Off until measured against
-#: the tiles on a GPU (``benchmarks/gpu_conv_sweep.py --stream``).
+#: the tiles on a GPU (``benchmarks/gpu_conv_sweep.py --stream``, in the history at ``192cc65``).
 GPU_STREAM_2D = None
 
 
@@ -208,12 +207,12 @@ def fused(device, kh, kw, channels, itemsize, vec4=False, src_itemsize=4) -> Geo
     A work-group of LX x LY work-items computes LX * EPI row elements (EPI = 4 with ``vec4``,
     an image summed in float, else 1) of LY * PY output rows from the row pass of
     LY * PY + kh - 1 rows, which it keeps in local memory; PY is halved where the local
-    memory is short.  On an H200 (``benchmarks/gpu_conv_sweep.py``, a 17-row Gaussian (sigma
+    memory is short.  On an H200 (the sweep, a 17-row Gaussian (sigma
     2) of a 7680x4320 float32 image): four elements in 8 x 32 work-items of 8 rows took
     0.183 ms, against 0.188-0.190 for 16 x 16 of 8 or 16 rows, 0.208 for 16 x 8 of 16 and
     0.21-0.32 for the other ten shapes; one element each in 32 x 8 work-items of 8 rows
     0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).  With
-    the kernel's aligned vector accesses (``benchmarks/fused_rows.py --shape``), 8 x 32 of 4
+    the kernel's aligned vector accesses (a sweep of shapes), 8 x 32 of 4
     rows is the fastest at every height: float32 sigma 2, 3, 5 and 7 0.134, 0.174, 0.259 and
     0.362 ms, against 0.145, 0.186, 0.275 and 0.368 for 8 x 32 of 8 rows and 0.138, 0.195,
     0.319 and 0.469 for 16 x 16 of 4; uint8 0.109, 0.159, 0.256 and 0.390, against 0.128,
@@ -221,12 +220,12 @@ def fused(device, kh, kw, channels, itemsize, vec4=False, src_itemsize=4) -> Geo
     loads 6 vectors for them where 4 elements load 5 (a 17-tap row), took 0.121-0.123 ms at
     float32 sigma 2 against 0.135-0.136, 0.111 against 0.114-0.116 at sigma 1.5, but 0.162
     against 0.151-0.152 at sigma 2.5 (21 taps: a longer span in registers); uint8 0.099-0.113
-    against 0.100-0.112 (``benchmarks/fused_row_pass.py``).  Streaming each work-item's own
+    against 0.100-0.112.  Streaming each work-item's own
     rows through registers, with no local memory, took 0.40 ms; staging each source row in
     local memory before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is
-    faster than the two passes, beyond them slower, as its row pass recomputes more rows per tile
-    (``benchmarks/fused_rows.py``).  Four elements, against the two passes streamed through
-    registers (images summed in float): float32 21 rows (sigma 2.5) 0.151 against 0.158 ms,
+    faster than the two passes, beyond them slower, as its row pass recomputes more rows per
+    tile.  Four elements, against the two passes streamed through registers (images summed
+    in float): float32 21 rows (sigma 2.5) 0.151 against 0.158 ms,
     25 rows 0.174 against 0.162, 33 rows 0.235 against 0.182, 57 rows 0.362 against 0.281;
     uint8 (``src_itemsize`` 1) 21 rows 0.142 against 0.155, 25 rows 0.156 against 0.167, 29
     rows 0.176 against 0.178, 33 rows 0.209 against 0.193.  One element (uint8 images, before

@@ -199,7 +199,7 @@ def _pointer_converter(bound, p):
         wrapped = launch._in_place
         if wrapped is not None and shares and in_place(staging, writes, wrapped):
             # a CPU driver's kernel reads and writes the numpy memory itself: no copies, and no
-            # new memory to fault in (PoCL, saxpy of 2^24 floats: see benchmarks/user_numpy.py)
+            # new memory to fault in (PoCL, saxpy of 2^24 floats: 5 ms a call instead of 100)
             flags = cl.mem_flags.USE_HOST_PTR | (
                 cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY)
             try:
@@ -235,7 +235,7 @@ def _pointer_converter(bound, p):
                 _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
             # staged home too when the call waits: the copies out of the staging buffers are
             # made as it waits (an H200, 100 MiB: 15 GB/s, against 5 from the driver's copy into
-            # pageable memory; benchmarks/uploads.py)
+            # pageable memory)
             how = STAGE if stage and wrapped is not None else COPY
         if writes:
             if launch._copies is None:

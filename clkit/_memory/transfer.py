@@ -384,8 +384,7 @@ def pinned_download(queue, host: np.ndarray, src: cl.Buffer, offset: int) -> Non
     The copy is enqueued without blocking and its event waited for: a blocking copy on NVIDIA's
     OpenCL keeps the copies of the process's other queues from overlapping it, so that lanes of
     pinned images (up, a kernel, down) moved them at 0.52-0.58x of what the link allows with
-    both directions busy, against 0.87-0.98x waiting for the event (``benchmarks/dma_overlap.py``
-    on an H200).
+    both directions busy, against 0.87-0.98x waiting for the event (on an H200).
     """
     _copy_traced(queue, host, src, "d2h", host.nbytes, False, src_offset=offset).wait()
 

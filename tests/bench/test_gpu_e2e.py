@@ -33,21 +33,3 @@ def test_gpu_e2e_writes_every_figure(device, tmp_path):
     assert all(res["fresh_uploads"][k] > 0 for k in ("pageable", "host_ptr", "staged"))
     assert "link limit" in (tmp_path / "gpu_e2e.txt").read_text()
 
-
-def test_lane_buffers_compares_both_sides(device, tmp_path):
-    res = run_small("lane_buffers", device, tmp_path, "--rounds", "1")
-    assert res["device"] == str(device)
-    assert sorted((r["buffers"], r["case"]) for r in res["batch"]) == [
-        (side, case) for side in ("new", "pooled")
-        for case in ("convolve 5x5 float32", "grayscale uint8")]
-    assert len(res["one"]) == 2 * 4 * 2  # two sides, four tilings, two cases
-    assert all(r["pinned_ms"] > 0 and r["numpy_ms"] > 0 for r in res["batch"] + res["one"])
-
-
-def test_lanes_measures_every_lane_count(device, tmp_path):
-    res = run_small("lanes", device, tmp_path)
-    assert res["device"] == str(device)
-    # each lane count twice (in turn, then in reverse), both cases each time
-    assert sorted(r["lanes"] for r in res["rows"]) == sorted([2, 3, 4, 6] * 4)
-    assert all(r["pinned_ms"] > 0 and r["numpy_ms"] > 0 for r in res["rows"])
-
