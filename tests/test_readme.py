@@ -5,6 +5,7 @@ package index's page (no link relative to the repository, which that page does n
 commands it shows exist.
 """
 
+import configparser
 import re
 import subprocess
 import sys
@@ -49,3 +50,10 @@ def test_the_commands_shown_exist():
             assert words[1] in clkit.cli.COMMANDS, line
         elif words[0] == "make":
             assert words[1] in targets, line
+
+
+def test_every_extra_is_named():
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    for extra in config["options.extras_require"]:
+        assert f"`clkit[{extra}]`" in TEXT, extra
