@@ -45,6 +45,12 @@ class LocalMemory:
     nbytes : int
         Size in bytes, per work-group.
 
+    Raises
+    ------
+    ArgumentValueError
+        ``nbytes`` is not a positive whole number.  A size beyond the device's local memory
+        is refused at the launch, with what the device leaves beside the kernel's own.
+
     Examples
     --------
     >>> import clkit
