@@ -18,7 +18,7 @@ def _check(app, env):
     documented = set(env.get_domain("py").objects)
     for module_name in app.config.clkit_api_modules:
         module = importlib.import_module(module_name)
-        for name in module.__all__:
+        for name in getattr(module, "__all__", ()):
             if f"{module_name}.{name}" not in documented:
                 logger.warning("%s.%s is public (in __all__) but has no entry in the API "
                                "reference: add it to an autosummary list of docs/api/",
