@@ -173,8 +173,8 @@ def load(source, *, device=None, defines=None, options=()) -> Program:
     --------
     >>> import numpy as np, clkit
     >>> prg = clkit.load("vector_add")
-    >>> "vector_add" in prg.kernel_names  # doctest: +SKIP
-    True
+    >>> prg.kernel_names
+    ['vector_add']
     """
     if not isinstance(source, (str, Path)):
         raise ArgumentTypeError(f"load takes a kernel name or a path, not {type(source).__name__}")

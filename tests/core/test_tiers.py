@@ -502,6 +502,10 @@ def test_warmup_command_bad_input(capsys):
         clkit.kernels.warmup(dtypes=["complex64"])
     with pytest.raises(ValueError, match="unknown mode 'edge'"):
         clkit.kernels.warmup(modes=["edge"])
+    with pytest.raises(ValueError, match=r"a mask must be a non-empty 2-D array; got shape \(3,\)"):
+        clkit.kernels.warmup(masks=[np.ones(3)])
+    with pytest.raises(ValueError, match="masks must be 2-D arrays of numbers"):
+        clkit.kernels.warmup(masks=["box:3"])
 
 
 def test_after_launch_waits_for_the_marker_and_survives_a_dead_queue(monkeypatch):
