@@ -192,16 +192,19 @@ CLK_INLINE void taps_direct(accv acc[NACC][NVEC], __global const SRC_T* src,
 }
 
 /* The nx taps [tap0, tap0 + nx) of one mask row over a private copy of the row's folded source
- * span; kind: which mask (MASK_2D, MASK_ROW or MASK_COL), for IF_TAP_USED. */
+ * span; kind: which mask (MASK_2D, MASK_ROW or MASK_COL), for IF_TAP_USED. Tap s goes to
+ * accumulator (first + s) % NACC, the one the direct path gives it, so that a pixel sums its
+ * taps in the same order in every run of a row: its value does not depend on where the image
+ * (or a tile of it) begins. */
 CLK_INLINE void taps_span(accv acc[NACC][NVEC], const ACC_T* span, MASK_SPACE const ACC_T* mask,
-                          const int tap0, const int nx, const int kind)
+                          const int tap0, const int nx, const int kind, const int first)
 {
     MASK_SPACE const ACC_T* w = mask + tap0;
     for (int s = 0; s < nx; ++s)
 #pragma unroll
         for (int v = 0; v < NVEC; ++v)
             IF_TAP_USED(kind, mask, tap0 + s)
-            acc[s % NACC][v] += w[s] * LOADV(span + s * CHANNELS + v * VW);
+            acc[(first + s) % NACC][v] += w[s] * LOADV(span + s * CHANNELS + v * VW);
 }
 
 /* Sum the accumulators and store one row's run at element `at`: into tmp (ACC_T, the row pass)
@@ -267,7 +270,10 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
                 ACC_T span[SPAN];
                 for (int i = 0; i < SPAN; ++i)
                     span[i] = folded_src(src, srow, e0 - HALO_L + i, width, cval);
-                taps_span(acc, span, mask, t * KW, KW, by_rowmap ? MASK_2D : MASK_ROW);
+                /* taps_direct: unrolled, tap s of row t in accumulator (t * KW + s) % NACC;
+                 * rolled, s % NACC */
+                taps_span(acc, span, mask, t * KW, KW, by_rowmap ? MASK_2D : MASK_ROW,
+                          kh * KW <= UNROLL_LIMIT(kh) ? t * KW : 0);
             }
         }
         store_run(tmp, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, !by_rowmap);
@@ -354,7 +360,7 @@ __kernel CPU_KERNEL_HINT void convolve_cols(__global const ACC_T* restrict tmp,
                     span[i] = srow < 0 ? cval
                             : e0 + i < rowlen ? tmp[(size_t)srow * (size_t)rowlen + e0 + i]
                             : (ACC_T)0;
-                taps_span(acc, span, mask, t, 1, MASK_COL);
+                taps_span(acc, span, mask, t, 1, MASK_COL, t);
             }
         }
         store_run(0, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, 0);

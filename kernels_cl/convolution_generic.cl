@@ -20,10 +20,10 @@
  * assigns each tap to one of two accumulators exactly as the build it stands in for does
  * (`order`):
  *   ORDER_SEQUENTIAL  one accumulator, taps row by row (the GPU variant);
- *   ORDER_CPU         the CPU variant's two accumulators: in runs whose taps stay inside the row
- *                     tap i = t * kw + s goes to accumulator i % 2 where the 2-D mask has up to
- *                     unroll_taps taps (its unrolled loops), else s % 2; in edge runs s % 2; the
- *                     column pass alternates by t inside and uses one accumulator at the edges.
+ *   ORDER_CPU         the CPU variant's two accumulators: tap i = t * kw + s goes to
+ *                     accumulator i % 2 where the 2-D mask has up to unroll_taps taps (its
+ *                     unrolled loops), else s % 2, in every run (so the column pass alternates
+ *                     by t): a pixel's sums do not depend on where the image begins or ends.
  * Products and sums then happen in the same order on the same values, so the tiers agree to the
  * bit wherever the compiler contracts multiply-adds alike in both.
  *
@@ -135,14 +135,14 @@ CLK_INLINE ACC_T folded(__global const ACC_T* src, const int srow, const int row
 /* Runs at the row's ends, and rows of cval: a vector of GV elements at a time, each mask row's
  * source span folded once into private memory (in blocks of taps) and its taps read from there.
  * Element e sums the taps that lane e of the CPU variant's vectors sums, in the same
- * accumulators (by s % 2) and order. Kept out of line: inlined, its loops slow the vector path
- * down by a third (PoCL). */
+ * accumulators as the runs inside the row (by (t * kw + s) % 2 where by_tap, else s % 2) and
+ * order. Kept out of line: inlined, its loops slow the vector path down by a third (PoCL). */
 CLK_NOINLINE void edge_run(__global const ACC_T* src, __global const int* rowmap,
                            __global const ACC_T* mask, __global ACC_T* out,
                            const int width, const ACC_T cval, const int kh, const int kw,
                            const int anchor_x, const int channels, const int border,
-                           const int skip_zero, const int order, const int by_rowmap,
-                           const int r, const int e0, const int e1)
+                           const int skip_zero, const int order, const int by_tap,
+                           const int by_rowmap, const int r, const int e0, const int e1)
 {
     const int rowlen = width * channels;
     const int block = max(1, SPAN_EXTRA / channels);  /* taps per span */
@@ -165,7 +165,7 @@ CLK_NOINLINE void edge_run(__global const ACC_T* src, __global const int* rowmap
                     if (skip_zero && ws == 0)
                         continue;
                     const gvec value = CLK_VLOAD(GV)(0, span + (s - s0) * channels);
-                    if (order == ORDER_CPU && (s & 1))
+                    if (order == ORDER_CPU && (((by_tap ? t * kw : 0) + s) & 1))
                         acc1 += ws * value;
                     else
                         acc0 += ws * value;
@@ -308,7 +308,7 @@ CLK_INLINE void correlate(__global const ACC_T* src, __global const int* rowmap,
                             channels, skip_zero, order, by_tap, by_rowmap);
         } else {
             edge_run(src, rowmap, mask, out, width, cval, kh, kw, anchor_x, channels, border,
-                     skip_zero, order, by_rowmap, r, e0, min(e0 + run, rowlen));
+                     skip_zero, order, by_tap, by_rowmap, r, e0, min(e0 + run, rowlen));
         }
     }
 }
@@ -319,8 +319,8 @@ CLK_INLINE void correlate(__global const ACC_T* src, __global const int* rowmap,
  *   convolve_2d    kh x kw mask, rows through rowmap (by_rowmap = 1);
  *   convolve_rows  kh = 1, output row r from src row r (by_rowmap = 0; rowmap is not read);
  *   convolve_cols  kw = 1, anchor_x = 0, rows of tmp through rowmap, unroll_taps >= kh: a
- *                  column of taps alternates accumulators by t inside, and uses one at the
- *                  edges, as the CPU variant's column pass does.
+ *                  column of taps alternates accumulators by t, as the CPU variant's column
+ *                  pass does.
  * Global size: (ceil(width * channels / (CHUNK * GV)), out_rows), each rounded up to the local
  * size; any local size.
  */

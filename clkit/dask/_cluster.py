@@ -40,6 +40,8 @@ def local_cluster(devices=None, *, env=None, dashboard_address=None, **worker_op
     ...     with Client(cluster) as client:
     ...         blurred = clkit.dask.gaussian_blur(image, 4.0).compute()
     """
+    import logging
+
     import dask
     from distributed import Nanny, Scheduler, SpecCluster
 
@@ -58,8 +60,10 @@ def local_cluster(devices=None, *, env=None, dashboard_address=None, **worker_op
         "dashboard_address": dashboard_address}}
     workers = {}
     for i, spec in enumerate(specs):
-        options = {"nthreads": 1, "host": "127.0.0.1", **worker_options,
+        options = {"nthreads": 1, "host": "127.0.0.1", "silence_logs": logging.WARNING,
+                   **worker_options,
                    "env": {**(env or {}), "CLKIT_DEVICE": spec}}
         workers[i] = {"cls": Nanny, "options": options}
     with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
-        return SpecCluster(workers=workers, scheduler=scheduler, name="clkit")
+        return SpecCluster(workers=workers, scheduler=scheduler, name="clkit",
+                           silence_logs=logging.WARNING)

@@ -970,3 +970,26 @@ def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
         expected, scale = convolve_reference(image, mask)
         assert_close_scaled(ck.convolve(image, mask, device=as_gpu), expected, scale,
                             ulps=filter_ulps(84), what="convolve")
+
+
+@pytest.mark.parametrize("tier", ["generic", "specialised"])
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("mask_shape", [(5, 3), (4, 4), "gaussian"])
+def test_a_pixel_does_not_depend_on_where_the_image_begins(device, rng, mask_shape, channels,
+                                                           tier):
+    """A crop of an image, filtered, equals the whole image's result away from the crop's
+    edges, bit for bit: each pixel sums its taps in the same order wherever it lies (what
+    clkit.dask's blocks rely on).  Crops starting at every offset within a vector of 16."""
+    image = rng.random((40, 70, channels), dtype=np.float32).squeeze()
+    mode = "reflect"
+    run = ((lambda im: ck.gaussian_blur(im, 1.5, mode=mode, device=device))
+           if mask_shape == "gaussian" else
+           (lambda im, m=rng.random(mask_shape): ck.convolve(im, m, mode=mode, device=device)))
+    from clkit import _tiers
+    margin = 7
+    with _tiers.tier(tier):
+        whole = run(image)
+        for c0 in range(0, 17, 1 if not device.simulator else 5):
+            part = run(image[2:, c0:])
+            np.testing.assert_array_equal(part[margin:-margin, margin:-margin],
+                                          whole[2 + margin:-margin, c0 + margin:-margin])
