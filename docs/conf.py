@@ -34,7 +34,7 @@ extensions = [
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "_templates", "data/README.md"]
+exclude_patterns = ["_build", "_templates", "data"]  # data/: tables the pages include
 templates_path = ["_templates"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
