@@ -55,6 +55,7 @@ $(DOCS_STAMP): $(STAMP)
 	touch $@
 
 docs: $(DOCS_STAMP)
+	rm -rf docs/api/generated   # the API's stub pages, made again from today's names
 	$(BIN)/python -m sphinx -W --keep-going -n -b html docs docs/_build/html
 
 # The >>> examples of the docstrings and of the API pages, run as tests.
