@@ -81,7 +81,6 @@ class Block:
 
 def run_block(block, *chunks):
     """One output block of ``block.filters`` from the input ``chunks``."""
-    import clkit
     filters, axes = block.filters, block.axes
     dev = worker_device(block.device)
     with _lock:
@@ -89,15 +88,46 @@ def run_block(block, *chunks):
     window = _assemble(axes, dict(zip(block.keys, chunks)), chunks[0].dtype)
     # The Oclgrind simulator takes one thread's launches at a time.
     with _simulator_lock if dev.simulator else contextlib.nullcontext():
-        data = clkit.to_device(window, device=dev)
-        for k, f in enumerate(filters):
-            for axis, (plan, _) in enumerate(axes):
-                index = plan.gathers[k] if k < len(plan.gathers) else None
-                if index is not None:
-                    data = _take(data, index, axis, dev)
-            data = f.function(data, *f.args, device=dev, **f.kwargs)
-        out = data.get()
+        if len(filters) == 1:
+            # numpy in, numpy out: the library moves the window in and the block home itself
+            # (in place on devices that share the host's memory, staged on the others)
+            f = filters[0]
+            out = f.function(window, *f.args, device=dev, **f.kwargs)
+        else:
+            out = _chain(filters, axes, window, dev)
     return out[tuple(plan.crop for plan, _ in axes[:out.ndim])]
+
+
+def _chain(filters, axes, window, dev):
+    """The filters one after the other on the device: one transfer in, one home."""
+    data = _to_device(window, dev)
+    for k, f in enumerate(filters):
+        for axis, (plan, _) in enumerate(axes):
+            index = plan.gathers[k] if k < len(plan.gathers) else None
+            if index is not None:
+                data = _take(data, index, axis, dev)
+        data = f.function(data, *f.args, device=dev, **f.kwargs)
+    return data.get()
+
+
+def _to_device(window, dev):
+    """``window`` on the device; where the device shares the host's memory, the window's own
+    memory (it lives until the task's last transfer, ``get``, has finished)."""
+    import clkit
+    if not dev.unified_memory or not window.nbytes:
+        return clkit.to_device(window, device=dev)
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+    if window.ctypes.data % 128 or not window.flags.writeable:
+        copy = _aligned_empty(window.shape, window.dtype)
+        copy[...] = window
+        window = copy
+    rt = clkit.runtime(dev)
+    buf = cl.Buffer(rt.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
+                    hostbuf=window)
+    data = cl_array.Array(rt.queue, window.shape, window.dtype, data=buf)
+    data.host_window = window
+    return data
 
 
 def _assemble(axes, chunks, dtype):
@@ -107,13 +137,22 @@ def _assemble(axes, chunks, dtype):
         key = tuple(p[0][2] for p in first)
         src = tuple(slice(p[0][3], p[0][3] + p[0][1] - p[0][0]) for p in first)
         return np.ascontiguousarray(chunks[key][src], dtype=dtype)
-    window = np.empty(shape, dtype)
+    window = _aligned_empty(shape, dtype)
     for combo in _product(first):
         key = tuple(p[2] for p in combo)
         dst = tuple(slice(p[0], p[1]) for p in combo)
         src = tuple(slice(p[3], p[3] + p[1] - p[0]) for p in combo)
         window[dst] = chunks[key][src]
     return window
+
+
+def _aligned_empty(shape, dtype, align: int = 128):
+    """An empty array whose data starts at a multiple of ``align`` bytes: what drivers need to
+    use host memory in place, and what the kernels' widest loads assume."""
+    dtype = np.dtype(dtype)
+    raw = np.empty(math.prod(shape) * dtype.itemsize + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + math.prod(shape) * dtype.itemsize].view(dtype).reshape(shape)
 
 
 def _product(lists):

@@ -9,7 +9,6 @@ import numpy as np
 
 from .. import ArgumentTypeError, ArgumentValueError
 from ._graph import Filter, check_mode, filtered
-from ._plan import MODES
 
 #: The modes of clkit.kernels' convolve and gaussian_blur.
 KERNEL_MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
