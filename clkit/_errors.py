@@ -20,11 +20,15 @@ Every one of them pickles, so that an error raised in a worker process
 type, message and attributes.  A device travels as a :class:`DeviceRef` (its
 id and name) and a driver error as a :class:`DriverError` (its code and
 text), since neither an OpenCL device nor a pyopencl error can leave its
-process.
+process as it is.  Where tblib's pickling support is installed (Dask's
+distributed scheduler and its multiprocessing scheduler install it), every
+exception also pickles its ``__cause__`` and ``__context__`` as they are: for
+that, pyopencl's errors are made to pickle too (:func:`_driver_errors_pickle`).
 """
 
 from __future__ import annotations
 
+import copyreg
 import pickle
 import sys
 from pathlib import Path
@@ -85,6 +89,23 @@ def _portable(value):
             return DriverError(str(value), getattr(value, "code", None))
         return repr(value)
     return value
+
+
+def _driver_errors_pickle() -> None:
+    """Let pyopencl's errors pickle, as pyopencl errors with their routine, code and text.
+
+    Their record of the error does not pickle; a clkit error raised from one carries it as its
+    ``__cause__`` and ``__context__``, which tblib pickles as they are.  (A pyopencl build
+    error's program stays behind.)
+    """
+    try:
+        from pyopencl._cl import _ErrorRecord
+    except ImportError:  # (a pyopencl that names it otherwise: its errors as they were)
+        return
+    copyreg.pickle(_ErrorRecord, lambda r: (_ErrorRecord, (r.routine(), r.code(), r.what())))
+
+
+_driver_errors_pickle()
 
 
 def _restore(cls, args, state):

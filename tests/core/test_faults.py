@@ -94,6 +94,32 @@ def test_build_error_pickles_with_its_device_as_id_and_name(device):
     assert "broken.cl" in back.log
 
 
+TBLIB = r"""
+import pickle, sys
+from tblib import pickling_support
+import clkit
+
+pickling_support.install()  # as dask's distributed and multiprocessing schedulers do
+try:
+    clkit.Program.from_source("__kernel void k( { }", name="broken.cl").build(sys.argv[1])
+except clkit.BuildError as exc:
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is clkit.BuildError and str(back) == str(exc), back
+    cause = back.__cause__
+    print(type(cause).__module__, cause.code, cause.routine)
+"""
+
+
+def test_errors_pickle_with_their_driver_error_where_tblib_pickles_causes(device):
+    # tblib pickles every exception's __cause__ and __context__ as they are: here the pyopencl
+    # error the BuildError was raised from, which holds a record pyopencl does not pickle
+    pytest.importorskip("tblib", reason="tblib comes with dask's distributed (the test extra)")
+    done = subprocess.run([sys.executable, "-c", TBLIB, device.id], capture_output=True,
+                          text=True, timeout=300, env=child_env(), cwd=CWD)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["pyopencl._cl", "-11", "clBuildProgram"]
+
+
 def test_unknown_device_pickles():
     back = roundtrip(raised(clkit.select, "no-such-device-anywhere"))
     assert isinstance(back, LookupError) and "the visible devices are" in str(back)
