@@ -74,13 +74,13 @@ def rng():
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A fresh, empty disk cache and no in-memory builds."""
-    from clkit._build import build as _build
+    from clkit._platform.runtime import drop_held
     folder = tmp_path / "cache"
     monkeypatch.setenv("CLKIT_CACHE_DIR", str(folder))
     monkeypatch.delenv("CLKIT_CACHE", raising=False)
-    _build.forget()
+    drop_held()
     yield folder
-    _build.forget()
+    drop_held()
 
 
 @pytest.fixture

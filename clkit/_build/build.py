@@ -27,7 +27,7 @@ from .._errors import BuildError, caller_outside_clkit
 from .._files import cache_home
 from .._platform import oclgrind as _oclgrind
 from .._platform.devices import Device
-from .._platform.runtime import on_loss, runtime, simulator_in_use
+from .._platform.runtime import runtime, simulator_in_use
 from . import cache as _cache
 from .signature import from_arg_info, query_arg_info, typedefs
 from .source import Source, library_dir
@@ -66,9 +66,6 @@ class Built:
         return list(self.signatures)
 
 
-_lock = threading.Lock()
-_builds: dict = {}
-_building: dict = {}
 # Oclgrind compiles with a clang of its own, which crashes the process when another driver's
 # compiler runs in another thread at the same time: while a simulator is in use (its runtime
 # exists before any band or lane thread starts), builds take turns.
@@ -76,49 +73,31 @@ _one_at_a_time = threading.Lock()
 
 
 def build(source: Source, options: tuple, device: Device) -> Built:
-    """The build of ``source`` with ``options`` for ``device``, compiled at most once."""
-    k = (source.digest, options, device)
-    done = _builds.get(k)
+    """The build of ``source`` with ``options`` for ``device``, compiled at most once per
+    context (the device's runtime keeps it; a lost context's builds go with it, and the disk
+    cache makes them again fast)."""
+    rt = runtime(device)
+    k = (source.digest, options)
+    builds = rt.memo(build)
+    done = builds.get(k)
     if done is not None:
         return done
-    with _lock:
-        lock = _building.setdefault(k, threading.Lock())
+    lock = rt.memo(_compile).make(k, threading.Lock)  # one compile of each at a time
     with lock:
-        done = _builds.get(k)
+        done = builds.get(k)
         if done is None:
-            rt = runtime(device)
             with _one_at_a_time if simulator_in_use() else contextlib.nullcontext():
                 done = _compile(source, options, rt)
-            with _lock:
-                # A context lost while this compiled (another thread's build, say) has gone with
-                # its programs: kept, this one would be bound to the new context's queues
-                if rt.lost is None:
-                    _builds[k] = Built(done.program, device, done.signatures, done.log,
-                                       "memory", 0.0)
+            builds.make(k, lambda: Built(done.program, device, done.signatures, done.log,
+                                         "memory", 0.0))
         return done
 
 
 def available(source: Source, options: tuple, device: Device) -> bool:
     """Whether a build is at hand without compiling: in memory, or in the disk cache."""
-    if (source.digest, options, device) in _builds:
+    if (source.digest, options) in runtime(device).memo(build):
         return True
     return _cache.has(_cache.key(source.text, options + (_ARG_INFO,), device))
-
-
-def forget() -> None:
-    """Drop every in-memory build (the disk cache stays): for tests and benchmarks."""
-    with _lock:
-        _builds.clear()
-
-
-def _forget_context(rt) -> None:
-    # A lost context's programs cannot run in the new one; the disk cache rebuilds them fast.
-    with _lock:
-        for k in [k for k in _builds if k[2] == rt.device]:
-            del _builds[k]
-
-
-on_loss(_forget_context)
 
 
 def _compile(source: Source, options: tuple, rt) -> Built:

@@ -34,9 +34,8 @@ QUEUES_PER_DEVICE = 2
 # (grayscale uint8), and with numpy arrays 16.0 against 10.8 and 12.2 against 6.6 ms.
 PIPELINE_BYTES = 1 << 62
 PIPELINE_TILES = 4
-_speeds: dict = {}
+_speeds: dict = {}  # (operation's speed key, device) -> rows per second: the device's, kept
 _speeds_lock = threading.Lock()
-_queues: dict = {}
 
 
 def queues(rt: Runtime, n: int = QUEUES_PER_DEVICE) -> list:
@@ -47,8 +46,8 @@ def queues(rt: Runtime, n: int = QUEUES_PER_DEVICE) -> list:
     """
     if rt.queue is not rt.own_queue:
         return [rt.queue]
+    have = rt.held(queues, list)  # the runtime's: a lost context's queues go with it
     with _speeds_lock:
-        have = _queues.setdefault(rt, [])  # by runtime: a lost context's queues go with it
         while len(have) < n:
             have.append(rt.new_queue())
         return have[:n]

@@ -17,7 +17,7 @@ import pyopencl.array as cl_array
 from .._build import build as _build, tiers as _tiers
 from .._launch.prepared import Prepared
 from .._memory import transfer as _transfer
-from .._platform.runtime import on_loss, runtime
+from .._platform.runtime import runtime
 from .dispatch import TYPE_CODES, program, round_up
 
 
@@ -96,13 +96,6 @@ def prime_convert(device, acc, options, **defines) -> None:
                    device=device, queue=queue)
 
 
-#: (device, accumulation type) whose quick build has run its to_acc once
-_quick_convert_ready: set = set()
-# a new context builds anew
-on_loss(lambda rt: _quick_convert_ready.difference_update(
-    {k for k in _quick_convert_ready if k[0] == rt.device}))
-
-
 class Generic:
     """The passes of a filter through the generic build (convolution_generic.cl).
 
@@ -134,18 +127,23 @@ class Generic:
                                 **convert_defines(self.acc))
         # the quick tier's one build: the filter kernel and to_acc, without optimisation
         self._quick = dict(defines, WITH_CONVERT=1)
+        self.rt = rt
         if work is not None and _tiers.use_quick(self.prg, device, work=work):
             self.optimised = self.prg
             self.prg = program("convolution_generic", options=UNOPTIMISED, **self._quick)
-            if (device, self.acc) not in _quick_convert_ready and \
+            if self.acc not in self._quick_convert_ready() and \
                     not _build.available(self._convert.source, self._convert.options, device):
                 # its code generated now (50 ms on PoCL), not at the first image of another
                 # dtype, which the background builds could then hold up
                 prime_convert(device, self.acc, UNOPTIMISED, **self._quick)
-                _quick_convert_ready.add((device, self.acc))
+                self._quick_convert_ready().add(self.acc)
         self.border = border  # clkit.h's number of the border mode
         self.skip = int(f.skip_zero_taps)
         self.order = 1 if self.cpu else 0
+
+    def _quick_convert_ready(self) -> set:
+        """The accumulation types whose quick build has run its to_acc in this context."""
+        return self.rt.held(prime_convert, set)
 
     def prebuild(self, optimised, prime, after=None) -> bool:
         """Queue for the background builds what later calls will want; whether any was queued.
@@ -179,7 +177,7 @@ class Generic:
         if src.dtype == self.acc:
             return src
         convert = self._convert
-        if (self.device, self.acc) in _quick_convert_ready and \
+        if self.acc in self._quick_convert_ready() and \
                 _tiers.pending(convert, self.device):
             # to_acc's own build is still under way (built in the call, or launched first
             # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves

@@ -15,14 +15,13 @@ everything else:
   ``out=``);
 - numpy arrays in: uploaded (wrapped in place on CPU drivers), computed and
   copied home, in tiles when they do not fit the device;
-- the plans, made once per (operation, its parameters and shapes, device,
-  band) and kept (the most recent :data:`MAX_PLANS`).
+- the plans, made once per (operation, its parameters and shapes, band) and
+  kept by the device's runtime (the most recent :data:`MAX_PLANS`).
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 import pyopencl as cl
@@ -34,7 +33,7 @@ from .._memory import transfer as _transfer
 from .._memory import pools as _memory
 from .._memory.pinned import result_empty
 from .._memory.transfer import INPUT_ALIGN, aligned_empty
-from .._platform.devices import Device, check_process, select, select_many, setting
+from .._platform.devices import Device, check_process, default_device, select, select_many
 from .._platform.runtime import Runtime, runtime, runtime_of_array
 from . import bands as _bands
 from .checks import check_out, check_same_kind
@@ -75,20 +74,6 @@ def is_multi(device) -> bool:
         isinstance(device, (list, tuple))
 
 
-_default = (None, None)  # (the environment it was chosen in, the default device)
-
-
-def _default_device() -> Device:
-    """select(None), chosen again only when the environment that decides it changes."""
-    global _default
-    env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
-    chosen_in, dev = _default
-    if chosen_in != env or dev is None:
-        dev = select(None)
-        _default = (env, dev)
-    return dev
-
-
 def home_device(name: str, device, arrays) -> Device:
     """The one device to run on: ``device`` if given, else that of a device array, else the best.
 
@@ -106,7 +91,7 @@ def home_device(name: str, device, arrays) -> Device:
     if device is not None:
         chosen = select(device)
     else:
-        chosen = homes[0] if homes else _default_device()
+        chosen = homes[0] if homes else default_device()
     for home in homes:
         if home is not chosen and home != chosen:
             raise ArgumentValueError(f"{name}: a device array lives on {home}, but the work runs "
@@ -175,8 +160,6 @@ class Operation:
         raise NotImplementedError
 
 
-_plans: dict = {}
-_plans_lock = threading.Lock()
 #: Called with a device when the first plan of the process is made for it: builds that the
 #: library's later calls on it will likely want, queued ahead (see _filter.prebuild_generic).
 first_plan_hooks: list = []
@@ -184,29 +167,20 @@ _planned: set = set()  # the devices hooks ran for
 
 
 def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
+    """``(op.rows(r0, r1), op.plan(rt, r0, r1))``, made once per runtime (which keeps the
+    most recent :data:`MAX_PLANS`)."""
     dev = rt.device
     # the device's kind, local memory and fp64 choose kernel variants (and tests change them)
-    key = (op.key, rt, dev.type, dev.local_mem, dev.fp64, r0, r1)
-    found = _plans.get(key)
+    key = (op.key, dev.type, dev.local_mem, dev.fp64, r0, r1)
+    plans = rt.memo(_plan, MAX_PLANS)
+    found = plans.get(key)
     if found is None:
         if dev not in _planned:
             _planned.add(dev)
             for hook in first_plan_hooks:
                 hook(dev)
-        found = (op.rows(r0, r1), op.plan(rt, r0, r1))
-        with _plans_lock:
-            _plans[key] = found
-            while len(_plans) > MAX_PLANS:
-                del _plans[next(iter(_plans))]
+        found = plans.make(key, lambda: (op.rows(r0, r1), op.plan(rt, r0, r1)))
     return found
-
-
-def forget() -> None:
-    """Drop every plan, program and pool (the runtimes they belong to are being replaced)."""
-    with _plans_lock:
-        _plans.clear()
-    _program.cache_clear()
-    _memory.forget()
 
 
 def run(op: Operation, inputs: list, out=None, device=None, on_device=None):

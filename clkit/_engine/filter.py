@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -19,6 +18,7 @@ from .._build import tiers as _tiers
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory import pools as _memory
+from .._platform.memo import Memo
 from .._platform.runtime import runtime, runtime_of_array
 from .border import MODES, band_rows
 from .checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
@@ -49,9 +49,9 @@ def constant_bytes(device) -> int:
     return device.cl_device.max_constant_buffer_size
 
 
-_made: dict = {}
-_made_lock = threading.Lock()
 MAX_FILTERS = 256
+# Filters made for the arguments of recent calls (no device state: checked arguments, masks)
+_made = Memo(MAX_FILTERS)
 
 
 def remembered(key, make) -> "Filter":
@@ -63,15 +63,9 @@ def remembered(key, make) -> "Filter":
     """
     try:
         found = _made.get(key)
-    except TypeError:
+    except TypeError:  # an unhashable argument
         return make()
-    if found is None:
-        found = make()
-        with _made_lock:
-            _made[key] = found
-            while len(_made) > MAX_FILTERS:
-                del _made[next(iter(_made))]
-    return found
+    return found if found is not None else _made.make(key, make)
 
 
 @functools.lru_cache(maxsize=64)

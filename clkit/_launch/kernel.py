@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import struct
 import threading
+import weakref
 from weakref import ref as _weakref
 
 import numpy as np
@@ -26,7 +27,7 @@ from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory.array import _size
 from .._platform import oclgrind as _oclgrind
-from .._platform.devices import Device, check_process, select, setting
+from .._platform.devices import Device, check_process, default_device
 from .._platform.runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime,
                                  runtime_of_array, runtime_of_queue)
 from .._trace import trace as _trace
@@ -180,13 +181,14 @@ class _Bound:
     """
 
     __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
-                 "required", "max_items", "local_args", "local_room", "sizes")
+                 "required", "max_items", "local_args", "local_room", "sizes", "kernel")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
         self.device = rt.device
         self.rt = rt
         self.knl = cl.Kernel(built.program, name)
+        self.kernel = None  # the finalizer that drops this when its Kernel goes
         self.lock = threading.Lock()  # clSetKernelArg is not thread-safe on one kernel object
         self.params = built.signatures[name]
         self.plan = [(i, *_short_path(p),
@@ -262,9 +264,6 @@ class Kernel:
     def __init__(self, program, name: str):
         self.program = program
         self.name = name
-        self._bound: dict[Runtime, _Bound] = {}
-        self._lock = threading.Lock()
-        self._default = (None, None)  # (environment it was chosen in, device)
 
     def __repr__(self):
         return f"<clkit.Kernel {self.name} of {self.program.origin}>"
@@ -275,7 +274,7 @@ class Kernel:
     def params(self, device=None) -> list[Param]:
         """The kernel's parameters as the device's compiler reports them."""
         rt = self._runtime(device, (), None)
-        return (self._bound.get(rt) or self._bind(rt)).params
+        return self.bound(rt).params
 
     def __call__(self, *args, global_size=None, local_size=None, device=None, wait=True,
                  queue=None):
@@ -351,7 +350,7 @@ class Kernel:
             rt = _runtimes.get(device.key)
         if rt is None or rt.lost is not None:
             rt = self._runtime(device, args, queue)
-        bound = self._bound.get(rt) or self._bind(rt)
+        bound = rt.memo(Kernel).get(id(self)) or self._bind(rt)
         if len(args) != len(bound.plan):
             names = ", ".join(p.declared for p in bound.params)
             raise ArgumentTypeError(f"kernel {self.name} takes {len(bound.plan)} arguments "
@@ -469,28 +468,22 @@ class Kernel:
                         rt = runtime_of_array(arg)
                         if rt is not None:
                             return _working(rt, "the device array")
-                device = self._default_device()
+                device = default_device()
         return runtime(device)
 
-    def _default_device(self) -> Device:
-        env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
-        chosen_in, dev = self._default
-        if chosen_in != env:
-            dev = select(None)
-            self._default = (env, dev)
-        return dev
+    def bound(self, rt: Runtime) -> _Bound:
+        """This kernel's state in ``rt``'s context, made on first use and kept by the runtime."""
+        return rt.memo(Kernel).get(id(self)) or self._bind(rt)
 
     def _bind(self, rt: Runtime) -> _Bound:
-        bound = self._bound.get(rt)
-        if bound is None:
-            built = self.program.build(rt.device)
-            if self.name not in built.signatures:
-                raise AttributeError(f"{self.program.origin} has no kernel {self.name!r}; "
-                                     f"its kernels are: {', '.join(built.kernel_names)}")
-            with self._lock:
-                for old in [r for r in self._bound if r.lost]:
-                    del self._bound[old]
-                bound = self._bound.setdefault(rt, _Bound(self.name, rt, built))
+        built = self.program.build(rt.device)
+        if self.name not in built.signatures:
+            raise AttributeError(f"{self.program.origin} has no kernel {self.name!r}; "
+                                 f"its kernels are: {', '.join(built.kernel_names)}")
+        bounds = rt.memo(Kernel)  # by id: a kernel that goes leaves its runtimes' state too
+        bound = bounds.make(id(self), lambda: _Bound(self.name, rt, built))
+        if bound.kernel is None:
+            bound.kernel = weakref.finalize(self, bounds.drop, id(self))
         return bound
 
 

@@ -31,7 +31,6 @@ from .._platform.runtime import Runtime, runtime, using_queue
 LANES = {"gpu": 3, "cpu": 2}
 AHEAD = 2  # images read ahead per lane: one waiting for each lane that finishes
 
-_lane_queues: dict = {}
 _lane_queues_lock = threading.Lock()
 
 
@@ -202,7 +201,7 @@ def _at(exc: Exception, index: int) -> Exception:
 
 
 def _queues(rt: Runtime, n: int) -> list:
-    """``n`` lane queues of a device, made once and kept (their ids identify the runtime).
+    """``n`` lane queues of a runtime, made once and kept by it (their ids identify it).
 
     On PoCL 4 and 5 (:func:`~clkit._platform.devices.one_launch_at_a_time`) the lanes take turns on one
     queue: PoCL 5.0 aborted in 7 runs of 53 of a batch cut into tiles of unequal rows on two
@@ -211,8 +210,8 @@ def _queues(rt: Runtime, n: int) -> list:
     failed so, two queues took 107 against 144-182 ms for 24 convolutions of 1920x1080.
     Lanes on several such devices take turns image by image (``turns``).
     """
+    have = rt.held(_queues, list)  # the runtime's: a new context gets queues of its own
     with _lane_queues_lock:
-        have = _lane_queues.setdefault(rt.device, [])
         while len(have) < n:
             have.append(have[0] if have and one_launch_at_a_time(rt.device) else rt.new_queue())
         return have[:n]

@@ -89,7 +89,7 @@ class Prepared:
     def _own(self, launch):
         """This launch's kernel object with the fixed arguments set, as the checked call set
         them; False when one of them is not a device array or a number the short path takes."""
-        bound = self.kernel._bound.get(self.rt)
+        bound = self.kernel.bound(self.rt)
         if bound is None or launch._copies:
             return False
         name = self.name

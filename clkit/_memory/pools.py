@@ -16,6 +16,9 @@ Held memory (freed, kept for reuse) shows as in use to tools such as
 nvidia-smi.  A device's pools together hold at most ``1 / POOL_SHARE`` of
 its memory that way: past that, the next allocation first gives the held
 buffers back to the driver.  :func:`release_memory` gives them back at once.
+
+A runtime's pools (:func:`pools`) and the masks it keeps on the device
+(:func:`constant`) are held by the runtime, and go with its context.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
 from .._platform.devices import select
-from .._platform.runtime import Runtime, runtime_of_array
+from .._platform.runtime import Runtime, runtime_of_array, working_runtimes
 from . import transfer as _transfer
 from .array import check_alloc, wrap
 from .transfer import OUTPUT_ALIGN
@@ -41,8 +44,6 @@ POOL_SHARE = 8
 WHOLE = ("device arrays are computed whole: pass the data as numpy arrays (e.g. d.get()), "
          "which the clkit.kernels functions stream through the device in tiles")
 
-_pools: dict = {}  # Runtime -> {id(queue): (queue, MemoryPool)}
-_lock = threading.Lock()
 # The queue whose work, in this context, runs one numpy call's band whole: buffers for it
 # live only inside the band, so they may come from that queue's own pool.
 _band_queue: contextvars.ContextVar = contextvars.ContextVar("clkit_band_queue", default=None)
@@ -59,28 +60,55 @@ def band(queue):
         _band_queue.reset(token)
 
 
-def pool(rt: Runtime, queue=None) -> cl_tools.MemoryPool:
-    """The memory pool of one of a runtime's queues (its own by default), made on first use."""
-    queue = queue or rt.own_queue
-    found = _pools.get(rt, {}).get(id(queue))
-    if found is None:
-        with _lock:
-            found = _pools.setdefault(rt, {}).setdefault(
-                id(queue), (queue, cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))))
-    return found[1]
+class Pools:
+    """The memory pools of one runtime: one per in-order queue that takes pooled buffers (the
+    runtime's own, and the queue of each numpy band or lane of :func:`clkit.map`)."""
+
+    def __init__(self, rt: Runtime):
+        self.rt = rt
+        self._by_queue: dict = {}  # id(queue) -> (queue, MemoryPool)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._by_queue)
+
+    def _pool(self, queue) -> cl_tools.MemoryPool:
+        found = self._by_queue.get(id(queue))
+        if found is None:
+            with self._lock:
+                found = self._by_queue.setdefault(
+                    id(queue), (queue, cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))))
+        return found[1]
+
+    def allocate(self, nbytes: int, queue=None):
+        """A buffer of ``nbytes`` from the pool of ``queue`` (the runtime's own by default), for
+        work on that queue; past the device's share, the held buffers go back first."""
+        p = self._pool(queue or self.rt.own_queue)
+        if self.held_bytes() > self.rt.device.global_mem // POOL_SHARE:
+            self.free_held()
+        return p.allocate(max(1, nbytes))
+
+    def held_bytes(self) -> int:
+        """Bytes freed and kept for reuse, every queue's pool together."""
+        return sum(p.managed_bytes - p.active_bytes for _, p in list(self._by_queue.values()))
+
+    def managed_bytes(self) -> int:
+        """Bytes the pools hold from the driver, lent out or kept."""
+        return sum(p.managed_bytes for _, p in list(self._by_queue.values()))
+
+    def free_held(self) -> int:
+        """Give the kept buffers back to the driver; the bytes given back."""
+        freed = 0
+        for _, p in list(self._by_queue.values()):
+            before = p.managed_bytes  # (the blocks lent out keep theirs, rounding included)
+            p.free_held()
+            freed += before - p.managed_bytes
+        return freed
 
 
-def pooled(rt: Runtime, nbytes: int, queue=None):
-    """A buffer of ``nbytes`` from the pool of ``queue`` (the runtime's own by default), for
-    work on that queue."""
-    p = pool(rt, queue)
-    pools = _pools[rt]  # every queue's pool of the device counts
-    held = (p.managed_bytes - p.active_bytes if len(pools) == 1 else
-            sum(each.managed_bytes - each.active_bytes for _, each in list(pools.values())))
-    if held > rt.device.global_mem // POOL_SHARE:
-        for _, each in list(pools.values()):
-            each.free_held()
-    return p.allocate(max(1, nbytes))
+def pools(rt: Runtime) -> Pools:
+    """The runtime's pools, made on first use."""
+    return rt.held(Pools, lambda: Pools(rt))
 
 
 def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
@@ -114,7 +142,7 @@ def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):
         return cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=host)
     if queue is rt.own_queue or queue is _band_queue.get():
-        return pooled(rt, nbytes, queue)
+        return pools(rt).allocate(nbytes, queue)
     return cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, max(1, nbytes))
 
 
@@ -156,24 +184,8 @@ def release_memory(device=None) -> int:
     True
     """
     chosen = None if device is None else select(device)
-    freed = 0
-    for rt, pools in list(_pools.items()):
-        if chosen is None or rt.device == chosen:
-            for _, p in list(pools.values()):
-                before = p.managed_bytes  # (the blocks lent out keep theirs, rounding included)
-                p.free_held()
-                freed += before - p.managed_bytes
-    return freed
-
-
-def forget() -> None:
-    """Drop every pool and constant (their runtimes are being replaced)."""
-    with _lock:
-        _constants.clear()
-        for pools in _pools.values():
-            for _, p in pools.values():
-                p.free_held()
-        _pools.clear()
+    return sum(pools(rt).free_held() for rt in working_runtimes()
+               if chosen is None or rt.device == chosen)
 
 
 def device_output(rt: Runtime, host: np.ndarray | None, shape, dtype, queue=None,
@@ -226,7 +238,7 @@ def owned_copy(rt: Runtime, host: np.ndarray, queue) -> cl_array.Array:
     return cl_array.Array(queue, host.shape, host.dtype, data=buf)
 
 
-_constants: dict = {}  # (runtime, bytes, dtype, shape) -> device array
+#: Masks and row maps kept on the device, per runtime.
 MAX_CONSTANTS = 256
 
 
@@ -236,14 +248,7 @@ def constant(rt: Runtime, host: np.ndarray) -> cl_array.Array:
     Kept by its bytes, so that the same weights passed again are not uploaded
     again; the most recent :data:`MAX_CONSTANTS` are kept.
     """
-    key = (rt, host.tobytes(), host.dtype.str, host.shape)
-    found = _constants.get(key)
-    if found is None:
-        # on the runtime's own queue (not a lane's of clkit.map), where the launch takes
-        # device arrays as they are
-        found = owned_copy(rt, host, rt.own_queue)
-        with _lock:
-            _constants[key] = found
-            while len(_constants) > MAX_CONSTANTS:
-                del _constants[next(iter(_constants))]
-    return found
+    # on the runtime's own queue (not a lane's of clkit.map), where the launch takes device
+    # arrays as they are
+    return rt.memo(constant, MAX_CONSTANTS).make(
+        (host.tobytes(), host.dtype.str, host.shape), lambda: owned_copy(rt, host, rt.own_queue))

@@ -151,7 +151,6 @@ class Staging:
         _copy(data[start:start + size], slot.host[:size])
 
 
-_staging: dict = {}  # id(queue) -> (queue, the future of its Staging)
 _staging_lock = threading.Lock()
 _maker = None  # the thread that makes staging buffers
 
@@ -167,17 +166,18 @@ def staging(rt, queue, wait: bool = True) -> Staging | None:
     """
     global _maker
     key = id(queue)
-    found = _staging.get(key)
+    made_for = rt.held(staging, dict)  # id(queue) -> (queue, the future of its Staging)
+    found = made_for.get(key)
     if found is None:
         with _staging_lock:
-            found = _staging.get(key)
+            found = made_for.get(key)
             if found is None:
                 if _maker is None:
                     _maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clkit-staging")
                 # mapped through a queue of their own: a blocking map on ``queue`` would wait for
                 # whatever the caller enqueued on it
                 made = _maker.submit(lambda: Staging(rt.context, cl.CommandQueue(rt.context)))
-                found = _staging[key] = (queue, made)
+                found = made_for[key] = (queue, made)
     made = found[1]
     if wait:
         return made.result()

@@ -409,6 +409,21 @@ def select(spec=None) -> Device:
     return _matches(spec, candidates, what="device spec")[0]
 
 
+_default: tuple = (None, None)  # (the environment it was chosen in, the default device)
+
+
+def default_device() -> Device:
+    """``select(None)``, chosen again only when the environment that decides it changes: the
+    device of every call that names none (a kernel launch, a library call)."""
+    global _default
+    env = (setting("CLKIT_DEVICE"), setting("CLKIT_VISIBLE_DEVICES"))
+    chosen_in, dev = _default
+    if chosen_in != env or dev is None:
+        dev = select(None)
+        _default = (env, dev)
+    return dev
+
+
 def ranked() -> list[Device]:
     """The devices :func:`select` chooses from by default, best first.
 

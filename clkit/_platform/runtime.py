@@ -13,9 +13,10 @@ Two faults end a runtime:
   fails with one of them, :func:`driver_error` checks whether the context
   still answers (a one-word write and read); if it does not, the runtime is
   marked lost and dropped, and the next call on that device starts a new one
-  (or, if the driver cannot make one, says to restart the process).  Anything
-  that holds objects of a context should be keyed by its :class:`Runtime`,
-  not by the device, or register with :func:`on_loss`.
+  (or, if the driver cannot make one, says to restart the process).  What
+  belongs to a context (queues, pools, builds, bound kernels, plans, masks
+  on the device) is held by its runtime (:meth:`Runtime.held`,
+  :meth:`Runtime.memo`) and dropped with it.
 - **A fork.**  A child forked after OpenCL was used cannot use it (see
   :func:`clkit._platform.devices.check_process`); every runtime it inherited is
   marked lost, so that even a kernel launched from cached state stops with
@@ -34,6 +35,7 @@ import pyopencl as cl
 
 from .._errors import LaunchError, OutOfDeviceMemoryError
 from .devices import Device, check_process, select
+from .memo import Memo
 
 
 class Runtime:
@@ -64,6 +66,28 @@ class Runtime:
         self.context = cl.Context([device.cl_device])
         self.own_queue = self.new_queue()
         self.lost: str | None = None
+        self._held = Memo()  # owner -> what it keeps in this context (see held)
+
+    def held(self, owner, make):
+        """What ``owner`` keeps in this context, made by ``make()`` on first use.
+
+        ``owner`` is the function or class that uses it (its key); the object
+        lives as long as this runtime works, and is dropped when its context
+        is lost, so that nothing of a dead context is used again.
+        """
+        found = self._held.get(owner)
+        return found if found is not None else self._held.make(owner, make)
+
+    def memo(self, owner, limit: int | None = None) -> Memo:
+        """The :class:`~clkit._platform.memo.Memo` ``owner`` keeps in this context (see
+        :meth:`held`): values made once per runtime, at most ``limit`` of them."""
+        found = self._held.get(owner)
+        return found if found is not None else self._held.make(owner, lambda: Memo(limit))
+
+    def drop_held(self) -> None:
+        """Drop everything kept in this context (pools, builds, plans...): the next calls make
+        them again, builds from the disk cache.  For tests and benchmarks that start cold."""
+        self._held.clear()
 
     @property
     def queue(self) -> cl.CommandQueue:
@@ -106,7 +130,6 @@ _by_queue: dict[int, Runtime] = {}  # id() of a runtime's queue -> the runtime (
 _lost: list[Runtime] = []  # kept alive: their objects must never be released in a forked child
 _losses: dict[int, str] = {}  # Device.key -> what happened to its last lost context
 _dead: dict[int, str] = {}  # Device.key -> why no new context can be made
-_listeners: list = []
 # (runtime, queue): where this thread's work on that runtime goes instead of its own queue
 _lane: contextvars.ContextVar = contextvars.ContextVar("clkit_lane", default=None)
 
@@ -173,6 +196,18 @@ def _start(dev: Device) -> Runtime:
     return rt
 
 
+def working_runtimes() -> list[Runtime]:
+    """The runtimes in use, one per device that has one (lost ones are gone)."""
+    return list(_runtimes.values())
+
+
+def drop_held() -> None:
+    """Every runtime drops what it keeps (see :meth:`Runtime.drop_held`): for tests and
+    benchmarks that start cold."""
+    for rt in working_runtimes():
+        rt.drop_held()
+
+
 def simulator_in_use() -> bool:
     """Whether this process has a runtime on the Oclgrind simulator."""
     return any(rt.device.simulator for rt in list(_runtimes.values()))
@@ -213,13 +248,9 @@ def _runtime_of_context(context) -> Runtime | None:
     return None
 
 
-def on_loss(callback) -> None:
-    """Call ``callback(runtime)`` whenever a runtime is marked lost (to drop what it holds)."""
-    _listeners.append(callback)
-
-
 def mark_lost(rt: Runtime, why: str) -> None:
-    """Stop using ``rt``: later calls on its device get a new runtime."""
+    """Stop using ``rt``: later calls on its device get a new runtime, and what it held
+    (builds, pools, queues of lanes and bands, plans) goes with it."""
     with _lock:
         if rt.lost is not None:
             return
@@ -229,8 +260,7 @@ def mark_lost(rt: Runtime, why: str) -> None:
         if _runtimes.get(key) is rt:
             del _runtimes[key]
             _losses[key] = why
-    for callback in _listeners:
-        callback(rt)
+    rt.drop_held()
 
 
 # Codes with which drivers report a lost context; each also has innocent meanings (a launch

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import clkit
-from clkit._build import build as _build, cache as _cache
+from clkit._build import cache as _cache
+from clkit._platform.runtime import drop_held
 
 SRC = "__kernel void add_k(__global int* x, const int k) { x[get_global_id(0)] += k; }"
 
@@ -28,7 +29,7 @@ def test_memory_then_disk_hits(device, cache_dir):
     # PoCL caches the build itself: asking it for the binary would compile every kernel again
     binary, _ = _cache.load(entry.stem)
     assert (binary == b"") == (device.platform == "Portable Computing Language"), len(binary)
-    _build.forget()
+    drop_held()
     again = clkit.Program.from_source(SRC)
     assert again.build(device).origin == "disk"
     run(again, device)
@@ -49,12 +50,12 @@ def test_corrupt_entry_is_rebuilt(device, cache_dir, damage):
                        "truncated": data[: len(data) // 2],
                        "flipped": data[:-10] + bytes(b ^ 0xFF for b in data[-10:]),
                        "empty": b""}[damage])
-    _build.forget()
+    drop_held()
     prg = clkit.Program.from_source(SRC)
     assert prg.build(device).origin == "compiled"
     run(prg, device)
     assert _cache.load(entry.stem) is not None  # the entry was rewritten whole
-    _build.forget()
+    drop_held()
     assert clkit.Program.from_source(SRC).build(device).origin == "disk"
 
 
@@ -68,7 +69,7 @@ def test_a_binary_the_driver_refuses_is_rebuilt(device, cache_dir, monkeypatch):
         binary, meta = real_load(k)
         return b"\x00" * max(64, len(binary)), meta
     monkeypatch.setattr(_cache, "load", load_with_bad_binary)
-    _build.forget()
+    drop_held()
     prg = clkit.Program.from_source(SRC)
     assert prg.build(device).origin == "compiled"
     run(prg, device)
@@ -87,17 +88,17 @@ def test_unwritable_cache_warns_and_still_runs(device, tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv("CLKIT_CACHE_DIR", str(blocker / "cache"))
-    _build.forget()
+    drop_held()
     with pytest.warns(RuntimeWarning, match="cannot write the kernel cache"):
         prg = clkit.Program.from_source(SRC + "\n// unwritable")
         prg.build(device)
     run(prg, device)
-    _build.forget()
+    drop_held()
 
 
 def test_signature_survives_the_disk_cache(device, cache_dir):
     clkit.Program.from_source(SRC).build(device)
-    _build.forget()
+    drop_held()
     prg = clkit.Program.from_source(SRC)
     assert prg.build(device).origin == "disk"
     with pytest.raises(TypeError, match=r"parameter 'x' \(__global int\* x\)"):
@@ -111,7 +112,7 @@ def test_a_pipe_named_like_an_entry_is_not_read(device, cache_dir):
     entry.unlink()
     os.mkfifo(entry)  # reading it would wait for a writer forever
     assert _cache.load(entry.stem) is None
-    _build.forget()
+    drop_held()
     run(clkit.Program.from_source(SRC), device)
 
 

@@ -27,7 +27,7 @@ import pytest
 import scipy.ndimage
 
 import clkit
-from clkit._build import build as _build, tiers as _tiers
+from clkit._build import tiers as _tiers
 from clkit._launch import kernel as _launch
 from clkit._platform import runtime as _runtime
 from clkit._memory import transfer as _transfer
@@ -270,7 +270,7 @@ def restore_runtimes(monkeypatch):
     _tiers.wait_idle()
     names = ("_runtimes", "_by_queue", "_lost", "_losses", "_dead")
     saved = {name: type(getattr(_runtime, name))(getattr(_runtime, name)) for name in names}
-    builds = dict(_build._builds)
+    held = {rt: dict(rt._held) for rt in _runtime._runtimes.values()}  # builds, pools...
     yield
     for name, value in saved.items():
         current = getattr(_runtime, name)
@@ -278,8 +278,8 @@ def restore_runtimes(monkeypatch):
         (current.extend if isinstance(current, list) else current.update)(value)
     for rt in _runtime._runtimes.values():
         rt.lost = None
-    _build._builds.clear()
-    _build._builds.update(builds)
+        rt._held.clear()
+        rt._held.update(held.get(rt, {}))
 
 
 def fail_driver(monkeypatch, code, dead, *, on_wait=False):
@@ -374,6 +374,50 @@ def test_a_fault_reported_on_wait_loses_the_context_and_the_next_calls_work(
         assert type(stale) is clkit.LaunchError and stale.context_lost
         assert "device array was made in a device context" in str(stale)
         assert "kernel fill failed" in str(stale) and "make it again" in str(stale)
+
+
+def test_after_a_lost_context_every_kind_of_call_runs_on_the_new_runtime(
+        device, monkeypatch, restore_runtimes):
+    """What the lost runtime held (builds, plans, masks on the device, pools, the queues of
+    clkit.map's lanes and of bands) goes with it: the library, clkit.map and a user kernel
+    all work on the new runtime, in its context, with the same results."""
+    from clkit.kernels import gaussian_blur
+    rng = np.random.default_rng(5)
+    images = [rng.random((11, 17), dtype=np.float32) for _ in range(4)]
+
+    def blurred(image, device):
+        contexts.add(clkit.runtime(device).queue.context.int_ptr)
+        return gaussian_blur(image, 1.5, device=device)
+
+    def everything(rt, prg):
+        """Every kind of call once, each checked against scipy or numpy."""
+        for image in images:
+            np.testing.assert_allclose(convolve(image, MASK, device=device),
+                                       scipy.ndimage.convolve(image, MASK), rtol=1e-5, atol=1e-5)
+        expected = [scipy.ndimage.gaussian_filter(x.astype(np.float64), 1.5) for x in images]
+        np.testing.assert_allclose(gaussian_blur(images[0], 1.5, device=device), expected[0],
+                                   rtol=1e-5, atol=1e-6)
+        on_device = clkit.to_device(images[1], device=device)
+        np.testing.assert_allclose(gaussian_blur(on_device, 1.5).get(), expected[1],
+                                   rtol=1e-5, atol=1e-6)
+        for got, want in zip(clkit.map(blurred, images, device=device), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        assert contexts == {rt.context.int_ptr}  # the lanes' queues are the runtime's
+        x = clkit.to_device(np.zeros(16, np.float32), device=device)
+        prg.fill(x, 6.0)
+        np.testing.assert_array_equal(x.get(), 6.0)
+
+    contexts = set()
+    rt, prg, before = used(device)
+    everything(rt, prg)  # the old runtime holds plans, masks, pools and lanes now
+    fail_driver(monkeypatch, -9999, context_of(rt), on_wait=True)
+    check_context_lost(raised(prg.fill, before, 2.0), "fill")
+    assert rt.lost
+
+    fresh = clkit.runtime(device)
+    assert fresh is not rt and not fresh.lost
+    contexts = set()
+    everything(fresh, prg)
 
 
 def test_out_of_resources_with_a_working_context_is_out_of_memory(

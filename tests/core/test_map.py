@@ -249,7 +249,7 @@ def test_lanes_on_one_queue_give_the_same_results(device, rng, monkeypatch, one_
     if device.simulator:
         pytest.skip("the simulator runs a batch one image at a time")
     monkeypatch.setattr(clkit._launch.map, "one_launch_at_a_time", lambda d: one_queue)
-    monkeypatch.setattr(clkit._launch.map, "_lane_queues", {})
+    monkeypatch.setitem(clkit.runtime(device)._held, clkit._launch.map._queues, [])
     queues = set()
 
     def blur(image, device):

@@ -184,8 +184,8 @@ def test_a_pending_conversion_build_gives_way_to_the_quick_one(device, rng, monk
     convert = _convolve_tiers.program("convolution_generic", options=(),
                                       **_convolve_tiers.convert_defines(np.dtype(np.float32)))
     monkeypatch.setattr(_tiers, "pending", lambda program, dev: program is convert)
-    monkeypatch.setattr(_convolve_tiers, "_quick_convert_ready",
-                        {(device, np.dtype(np.float32))})
+    monkeypatch.setitem(clkit.runtime(device)._held, _convolve_tiers.prime_convert,
+                        {np.dtype(np.float32)})
     launched = []
     call = clkit._launch.kernel.Kernel.__call__
 

@@ -98,7 +98,7 @@ def test_pinned_downloads_make_no_staging_buffers(discrete, rng):
     assert clkit.is_pinned(back, device)
     _transfer.download(rt, cl_array.to_device(queue, host), back)
     np.testing.assert_array_equal(back, host)
-    assert id(queue) not in _transfer._staging and staged["download"] == 0
+    assert id(queue) not in rt.held(_transfer.staging, dict) and staged["download"] == 0
 
 
 @pytest.mark.parametrize("shape,dtype", [((1000, 700), np.float32), ((513, 1027, 3), np.uint8),

@@ -435,11 +435,12 @@ def _gpu_streamed(dev, kind, mode):
     """The 2-D kernel and the one-kernel Gaussian streamed through registers: 70 columns (a
     work-group's vectors inside the row, and folded ones at both ends), rows shared between
     the work-items of a group and between groups."""
-    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine import conv_geometry as _conv_geometry
+    from clkit._platform.runtime import drop_held
     from clkit.kernels import convolve, gaussian_blur
     shipped = _conv_geometry.GPU_STREAM_2D, _conv_geometry.FUSED_STREAM
     _conv_geometry.GPU_STREAM_2D = _conv_geometry.FUSED_STREAM = (16, 2, 4)
-    _dispatch.forget()
+    drop_held()
     try:
         img = image((19, 70))
         if kind == "gaussian":
@@ -451,7 +452,7 @@ def _gpu_streamed(dev, kind, mode):
                            mode, 0.5)
     finally:
         _conv_geometry.GPU_STREAM_2D, _conv_geometry.FUSED_STREAM = shipped
-        _dispatch.forget()
+        drop_held()
 
 
 @case("gpu", one("gpu-vector_add[uint8-4099]"))
@@ -615,8 +616,7 @@ def _finish_all():
     from clkit._engine import bands as _bands
     for rt in list(_runtime._runtimes.values()):
         rt.queue.finish()
-    for qs in list(_bands._queues.values()):
-        for q in qs:
+        for q in rt.held(_bands.queues, list):
             q.finish()
 
 

@@ -13,6 +13,7 @@ import scipy.ndimage
 
 import clkit
 import clkit.kernels as ck
+from clkit._platform.runtime import drop_held
 from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
                         gaussian_radius, gaussian_reference, need_fp64, raises_argument_error,
                         random_image, record_transfers, reporting, result_dtype,
@@ -637,7 +638,7 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
 def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape,
                                            dtype):
     from clkit._build import tiers as _tiers
-    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine import conv_geometry as _conv_geometry
     from clkit._engine.filter import Filter
     if dtype == np.float64:
         need_fp64(as_gpu)
@@ -656,11 +657,11 @@ def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape
         assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
         # the same sums in the same order as four outputs LX apart
         monkeypatch.setattr(_conv_geometry, "GPU_VEC4_MAX", 0)
-        _dispatch.forget()
+        drop_held()
         assert "VEC4" not in build_defines(filt, as_gpu)
         np.testing.assert_array_equal(
             ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu), got)
-    _dispatch.forget()
+    drop_held()
 
 
 @pytest.mark.parametrize("mode,cval", ZERO_TAP_MODES, ids=lambda v: str(v))
@@ -730,14 +731,14 @@ def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, monkeypatch, mode, sigma
 
 
 def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
-    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine import conv_geometry as _conv_geometry
     from clkit._engine.filter import Filter
     if as_gpu.simulator and (np.max(sigma) > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     # masks as tall as the kernel takes (57 rows), beyond those it is shipped for
     monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS",
                         {"float": 57, "byte": 57, "double": 25})
-    _dispatch.forget()
+    drop_held()
     image = random_image(rng, shape, dtype)
     filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
     geometry = filt._program(as_gpu)[1]
@@ -759,7 +760,7 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
                                          (1.5, (5, 2, 3)),
                                          (3.0, (70, 264)), (9.0, (90, 141))], ids=str)
 def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
-    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine import conv_geometry as _conv_geometry
     from clkit._engine.filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
@@ -770,13 +771,13 @@ def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
     for rows, cols in ((_conv_geometry.GPU_ROWS, _conv_geometry.GPU_COLS), (None, None)):
         monkeypatch.setattr(_conv_geometry, "GPU_ROWS", rows)
         monkeypatch.setattr(_conv_geometry, "GPU_COLS", cols)
-        _dispatch.forget()  # plans made with the other passes
+        drop_held()  # plans made with the other passes
         filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
         defines = filt._program(as_gpu)[1].defines
         assert ("ROW_SX" in defines, "COL_SY" in defines) == (rows is not None, cols is not None)
         with clkit._build.tiers.tier("specialised"):
             results.append(ck.gaussian_blur(image, sigma, mode=mode, cval=-0.75, device=as_gpu))
-    _dispatch.forget()
+    drop_held()
     streamed, tiles = results
     # the same taps in the same order: the same sums, where the compiler contracts alike
     np.testing.assert_allclose(streamed, tiles, rtol=2e-7, atol=1e-7)
@@ -809,7 +810,7 @@ STREAM_CASES = [("convolve", (9, 9), (29, 300), np.float32),
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", STREAM_CASES, ids=str)
 def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
-    from clkit._engine import conv_geometry as _conv_geometry, dispatch as _dispatch
+    from clkit._engine import conv_geometry as _conv_geometry
     from clkit._engine.filter import Filter
     kind, size, shape, dtype = case
     if as_gpu.simulator and (np.max(size) > 2 and kind == "gaussian" or np.max(shape) > 150
@@ -833,12 +834,12 @@ def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
     for stream in ((32, 2, 4), None):
         monkeypatch.setattr(_conv_geometry, "GPU_STREAM_2D", stream)
         monkeypatch.setattr(_conv_geometry, "FUSED_STREAM", stream)
-        _dispatch.forget()
+        drop_held()
         defines = build_defines(make(), as_gpu)
         assert ("STREAM_2D" in defines or "STREAM" in defines) == (stream is not None), defines
         with clkit._build.tiers.tier("specialised"):
             results.append(call())
-    _dispatch.forget()
+    drop_held()
     streamed, tiles = results
     np.testing.assert_array_equal(streamed, tiles)
     assert_close_scaled(streamed, expected, scale, ulps=ulps, what=f"{kind}, streamed")
@@ -882,7 +883,7 @@ def baked_case(device, rng, case):
 @pytest.mark.parametrize("case", list(BAKED_CASES))
 def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, case):
     from clkit._build import tiers as _tiers
-    from clkit._engine import dispatch as _dispatch, filter as _filter
+    from clkit._engine import filter as _filter
     sigma, baked, image, filt = baked_case(as_gpu, rng, case)
     defines = build_defines(filt, as_gpu)
     assert BAKED & set(defines) == baked
@@ -900,10 +901,10 @@ def test_gpu_gaussian_weights_built_into_the_program(as_gpu, rng, monkeypatch, c
                             what=f"gaussian_blur sigma {sigma}")
         # the same sums in the same order as the kernels that read the weights from arguments
         monkeypatch.setattr(_filter, "MAX_BAKED_TAPS", 0)
-        _dispatch.forget()
+        drop_held()
         assert not BAKED & set(build_defines(filt, as_gpu))
         np.testing.assert_array_equal(ck.gaussian_blur(image, sigma, device=as_gpu), got)
-    _dispatch.forget()
+    drop_held()
 
 
 @pytest.mark.parametrize("case", list(BAKED_CASES))
@@ -911,18 +912,18 @@ def test_gpu_masks_past_the_constant_buffer_go_to_global_memory(as_gpu, rng, mon
     """Masks over the device's constant buffer are read from __global memory, with the same
     sums, and then no weights are built in: the program's tables are __constant."""
     from clkit._build import tiers as _tiers
-    from clkit._engine import dispatch as _dispatch, filter as _filter
+    from clkit._engine import filter as _filter
     sigma, _, image, filt = baked_case(as_gpu, rng, case)
     assert "MASK_SPACE" not in build_defines(filt, as_gpu)
     with _tiers.tier("specialised"):
         in_constant = ck.gaussian_blur(image, sigma, device=as_gpu)
         monkeypatch.setattr(_filter, "constant_bytes", lambda device: 64)  # 16 floats
-        _dispatch.forget()
+        drop_held()
         defines = build_defines(filt, as_gpu)
         assert defines["MASK_SPACE"] == "__global"
         assert not BAKED & set(defines)
         np.testing.assert_array_equal(ck.gaussian_blur(image, sigma, device=as_gpu), in_constant)
-    _dispatch.forget()
+    drop_held()
     expected, scale = gaussian_reference(image, sigma)
     assert_close_scaled(in_constant, expected, scale, ulps=filter_ulps(sum(filt.corr.shape)),
                         what=f"gaussian_blur sigma {sigma}")

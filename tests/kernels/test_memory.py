@@ -25,7 +25,7 @@ def test_a_dropped_constant_is_still_read_right_by_queued_work(device):
         out = clkit.empty(4096, np.float32, device=device)
         ck.vector_add(weights, weights, out=out)
         del weights
-        _memory.forget()
+        rt.drop_held()
         gc.collect()
         reused = [np.full(4096, -1, np.float32) for _ in range(256)]
     finally:
@@ -35,7 +35,7 @@ def test_a_dropped_constant_is_still_read_right_by_queued_work(device):
 
 
 def _held(rt):
-    return sum(p.managed_bytes - p.active_bytes for _, p in _memory._pools.get(rt, {}).values())
+    return _memory.pools(rt).held_bytes()
 
 
 def test_lanes_keep_pools_of_their_own_within_the_device_bound(discrete, rng, monkeypatch):
@@ -48,7 +48,7 @@ def test_lanes_keep_pools_of_their_own_within_the_device_bound(discrete, rng, mo
     want = [ck.convolve(x, mask, device=device) for x in images]
     for got, expected in zip(clkit.map(ck.convolve, images, mask, device=device), want):
         np.testing.assert_array_equal(got, expected)
-    assert len(_memory._pools[rt]) > 1  # the lanes' queues have pools of their own
+    assert len(_memory.pools(rt)) > 1  # the lanes' queues have pools of their own
     held = _held(rt)
     assert held > 0 and ck.release_memory(device) >= held and _held(rt) == 0
 
@@ -62,7 +62,7 @@ def test_lanes_keep_pools_of_their_own_within_the_device_bound(discrete, rng, mo
     batch = list(clkit.map(ck.convolve, sizes, mask, device=device))
     for got, x in zip(batch, sizes):
         np.testing.assert_array_equal(got, ck.convolve(x, mask, device=device))
-    assert _held(rt) <= len(_memory._pools[rt]) * 3 * sizes[-1].nbytes
+    assert _held(rt) <= len(_memory.pools(rt)) * 3 * sizes[-1].nbytes
 
 
 def test_a_device_array_result_too_large_for_one_allocation_says_to_pass_numpy(device):

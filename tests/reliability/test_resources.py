@@ -19,6 +19,7 @@ import pytest
 import clkit
 import clkit.kernels as ck
 from clkit._build import tiers as _tiers
+from clkit._platform.runtime import working_runtimes
 
 SAXPY = """
 __kernel void saxpy(const float a, __global const float* x, __global float* y)
@@ -157,7 +158,7 @@ def test_ten_thousand_library_calls_with_fresh_results_stay_flat(device, live_bu
 
     def device_bytes():
         gc.collect()
-        pools = sum(p.managed_bytes for each in _memory._pools.values() for _, p in each.values())
+        pools = sum(_memory.pools(rt).managed_bytes() for rt in working_runtimes())
         return pools + sum(b.size for b in list(live_buffers))
 
     total = launches_for(device, 10_000, 600)
