@@ -82,6 +82,8 @@ def _portable(value):
         return value
     if isinstance(value, (list, tuple)):
         return type(value)(_portable(v) for v in value)
+    if isinstance(value, BaseException) and type(value).__module__.startswith("pyopencl"):
+        return DriverError(str(value), getattr(value, "code", None))
     try:
         pickle.dumps(value)
     except Exception:  # noqa: BLE001 - anything that cannot travel travels as text
