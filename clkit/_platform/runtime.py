@@ -79,7 +79,7 @@ class Runtime:
         return found if found is not None else self._held.make(owner, make)
 
     def memo(self, owner, limit: int | None = None) -> Memo:
-        """The :class:`~clkit._platform.memo.Memo` ``owner`` keeps in this context (see
+        """The ``Memo`` (``clkit._platform.memo``) ``owner`` keeps in this context (see
         :meth:`held`): values made once per runtime, at most ``limit`` of them."""
         found = self._held.get(owner)
         return found if found is not None else self._held.make(owner, lambda: Memo(limit))
