@@ -986,7 +986,7 @@ def test_a_pixel_does_not_depend_on_where_the_image_begins(device, rng, mask_sha
     run = ((lambda im: ck.gaussian_blur(im, 1.5, mode=mode, device=device))
            if mask_shape == "gaussian" else
            (lambda im, m=rng.random(mask_shape): ck.convolve(im, m, mode=mode, device=device)))
-    from clkit import _tiers
+    from clkit._build import tiers as _tiers
     margin = 7
     with _tiers.tier(tier):
         whole = run(image)
