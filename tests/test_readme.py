@@ -57,3 +57,10 @@ def test_every_extra_is_named():
     config.read(REPO / "setup.cfg")
     for extra in config["options.extras_require"]:
         assert f"`clkit[{extra}]`" in TEXT, extra
+
+
+def test_the_files_it_names_exist():
+    named = re.findall(r"`((?:docs|examples|tests|benchmarks)/[\w./-]*|LICENSE|Makefile)`", TEXT)
+    assert "LICENSE" in named
+    for path in named:
+        assert "_build" in path or (REPO / path).exists(), path  # (what make docs writes)
