@@ -226,3 +226,13 @@ def test_bad_input_says_what_to_change(call, message):
     with pytest.raises((TypeError, ValueError), match=message.replace("(", r"\(")
                        .replace(")", r"\)")):
         call(x)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "nearest", "constant"])
+def test_dask_image_gives_the_same_blur(rng, mode):
+    """dask-image, the peer: scipy.ndimage per chunk through dask's own overlap."""
+    ndfilters = pytest.importorskip("dask_image.ndfilters")
+    x = da.from_array(image(rng, np.float32, (40, 36)), chunks=(9, 10))
+    ours = compute(cd.gaussian_blur(x, 2.0, mode=mode, cval=1.0))
+    peer = compute(ndfilters.gaussian_filter(x, 2.0, mode=mode, cval=1.0))
+    np.testing.assert_allclose(ours, peer, rtol=1e-5, atol=1e-5)
