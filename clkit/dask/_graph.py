@@ -33,10 +33,10 @@ class Filter:
 
     def __dask_tokenize__(self):
         from dask.base import tokenize
-        f = self.function
-        return ("clkit.dask.Filter", f"{f.__module__}.{f.__qualname__}",
-                tokenize(self.args, sorted(self.kwargs.items())), self.halo, self.modes,
-                str(self.dtype), self.drop_last)
+        # (dask tokenizes a function by its name where it is importable, else by its code)
+        return ("clkit.dask.Filter", tokenize(self.function, self.args,
+                                              sorted(self.kwargs.items())),
+                self.halo, self.modes, str(self.dtype), self.drop_last)
 
 
 #: The attribute of a clkit.dask result that remembers how it was made, so that a filter
