@@ -32,12 +32,16 @@ def test_two_pocl_workers_each_on_its_own_device(rng):
                           env={"POCL_DEVICES": "pthread pthread"}) as cluster, \
             Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        y = cd.gaussian_blur(cd.convolve(da.from_array(x, chunks=(16, 12)), mask, mode="wrap"),
-                             2.0, mode="mirror")
-        got = y.compute()
+        def filtered(name):
+            return cd.gaussian_blur(cd.convolve(da.from_array(x, chunks=(16, 12), name=name),
+                                                mask, mode="wrap"), 2.0, mode="mirror")
+        # once on each worker alone (graphs of their own), so that each surely runs blocks
+        results = [client.compute(filtered(f"x-{i}"), workers=[address]).result()
+                   for i, address in enumerate(client.scheduler_info()["workers"])]
         states = client.run(_state)
-    np.testing.assert_array_equal(got, ck.gaussian_blur(ck.convolve(x, mask, mode="wrap"),
-                                                        2.0, mode="mirror"))
+    want = ck.gaussian_blur(ck.convolve(x, mask, mode="wrap"), 2.0, mode="mirror")
+    for got in results:
+        np.testing.assert_array_equal(got, want)
     told = sorted(spec for _, spec in states.values())
     assert told == ["pocl:0", "pocl:1"]
     used = [devices for devices, _ in states.values()]
@@ -51,20 +55,28 @@ def _named_worker_device():
     return get_worker().name, cd.worker_device().id
 
 
-def test_a_worker_of_another_cluster_picks_by_its_number(monkeypatch):
-    """Without CLKIT_DEVICE, worker i takes device i modulo the default type's devices."""
+@pytest.mark.skipif(not _pocl(), reason="needs the PoCL CPU driver, which can show two devices")
+def test_on_a_plain_local_cluster_worker_i_takes_device_i(rng, monkeypatch):
+    """dask's own LocalCluster (processes, no CLKIT_DEVICE): worker i takes device i modulo
+    the default type's devices, so two workers on two PoCL devices use one each."""
     monkeypatch.delenv("CLKIT_DEVICE", raising=False)
-    _blocks._resolved.clear()
-    default = clkit.select()
-    peers = [d for d in clkit.devices() if d.type == default.type and not d.simulator]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    x = rng.random((40, 30), dtype=np.float32)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      env={"POCL_DEVICES": "pthread pthread"}) as cluster, \
+            Client(cluster) as client:
         picked = [client.submit(_named_worker_device, workers=[address], pure=False).result()
                   for address in client.scheduler_info()["workers"]]
-    _blocks._resolved.clear()
-    assert sorted(name for name, _ in picked) == [0, 1]
-    for name, device in picked:
-        assert device == peers[name % len(peers)].id
+        results = [client.compute(cd.gaussian_blur(da.from_array(x, chunks=10, name=f"x-{i}"),
+                                                    1.5, mode="wrap"), workers=[address]).result()
+                   for i, address in enumerate(client.scheduler_info()["workers"])]
+        states = client.run(_state)
+    for got in results:
+        np.testing.assert_array_equal(got, ck.gaussian_blur(x, 1.5, mode="wrap"))
+    names = {name: device for name, device in picked}
+    assert sorted(names) == [0, 1] and names[0] != names[1], picked
+    for devices, _ in states.values():
+        assert len(devices) == 1, states  # each worker on its own device only
+    assert {devices[0] for devices, _ in states.values()} == set(names.values())
 
 
 def test_no_opencl_context_before_a_task_runs():
