@@ -27,6 +27,7 @@ LAYERS = [
     ("launch", ["clkit._launch", "clkit"]),
     ("engine", ["clkit._engine"]),
     ("kernels library", ["clkit.kernels"]),
+    ("ndimage", ["clkit.ndimage"]),
     ("io", ["clkit._io"]),
     ("cli/bench/mpi/dask", ["clkit.cli", "clkit.bench", "clkit.mpi", "clkit.dask", "clkit.__main__"]),
 ]

@@ -14,7 +14,7 @@ from .._case import REGISTRY, Case
 from .._sizes import Sizes
 
 MODULES = ("grayscale", "convolve", "gaussian_blur", "vector_add", "mandelbrot",
-           "depth_to_points", "transfers")
+           "depth_to_points", "transfers", "ndimage")
 
 #: Short names ``clkit bench`` also accepts.
 ALIASES = {"gray": "grayscale", "blur": "gaussian_blur", "points": "depth_to_points",

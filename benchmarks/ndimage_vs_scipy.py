@@ -1,0 +1,140 @@
+"""clkit.ndimage against scipy.ndimage and OpenCV, numpy in and numpy out, interleaved.
+
+Each round times every implementation of a filter once, in turn, so that load from other
+processes falls on all of them alike; the table gives each one's median over the rounds and
+the speed-ups of clkit (numpy in and out, and on device arrays) over scipy and OpenCV.
+Results are checked against scipy's before timing.
+
+    python benchmarks/ndimage_vs_scipy.py [--device SPEC] [--size 3840x2160] [--rounds 7]
+        [--only NAME ...] [--json FILE]
+
+On a GPU the ``device`` column (device arrays, queue finished) is the one to compare with
+cupyx.scipy.ndimage: ``--cupy`` adds it (device arrays, synchronised).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+import scipy.ndimage as sn
+
+import clkit
+from clkit import ndimage as cn
+
+try:
+    import cv2
+except ImportError:  # OpenCV is optional
+    cv2 = None
+
+
+def cases(h, w, rng):
+    f32 = rng.random((h, w), dtype=np.float32)
+    u8 = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    w5 = rng.random((5, 5)).astype(np.float32)
+    k5 = np.ones((5, 5), np.uint8)
+    cv = cv2 is not None
+    R = cv2.BORDER_REFLECT if cv else None
+    return [
+        # name, data, clkit/scipy call (fn(module, x)), OpenCV call or None, cupy call
+        ("gaussian_filter sigma 2 float32", f32, lambda m, x: m.gaussian_filter(x, 2.0), None),
+        ("gaussian_filter sigma 2 uint8", u8, lambda m, x: m.gaussian_filter(x, 2.0), None),
+        ("uniform_filter 5 float32", f32, lambda m, x: m.uniform_filter(x, 5),
+         cv and (lambda x: cv2.blur(x, (5, 5), borderType=R))),
+        ("correlate 5x5 float32", f32, lambda m, x: m.correlate(x, w5), None),
+        ("sobel axis 0 float32", f32, lambda m, x: m.sobel(x, axis=0),
+         cv and (lambda x: cv2.Sobel(x, cv2.CV_32F, 0, 1, ksize=3, borderType=R))),
+        ("laplace float32", f32, lambda m, x: m.laplace(x), None),
+        ("gaussian_gradient_magnitude sigma 2 float32", f32,
+         lambda m, x: m.gaussian_gradient_magnitude(x, 2.0), None),
+        ("minimum_filter 5 uint8", u8, lambda m, x: m.minimum_filter(x, 5),
+         cv and (lambda x: cv2.erode(x, k5, borderType=R))),
+        ("maximum_filter 5 uint8", u8, lambda m, x: m.maximum_filter(x, 5),
+         cv and (lambda x: cv2.dilate(x, k5, borderType=R))),
+        ("median_filter 3 uint8", u8, lambda m, x: m.median_filter(x, 3),
+         cv and (lambda x: cv2.medianBlur(x, 3))),
+        ("median_filter 5 uint8", u8, lambda m, x: m.median_filter(x, 5),
+         cv and (lambda x: cv2.medianBlur(x, 5))),
+        ("median_filter 5 float32", f32, lambda m, x: m.median_filter(x, 5),
+         cv and (lambda x: cv2.medianBlur(x, 5))),
+    ]
+
+
+def timed(fn, sync=None):
+    t = time.perf_counter()
+    fn()
+    if sync is not None:
+        sync()
+    return time.perf_counter() - t
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default=None)
+    p.add_argument("--size", default="3840x2160")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--json", default=None)
+    p.add_argument("--cupy", action="store_true")
+    args = p.parse_args(argv)
+    w, h = (int(v) for v in args.size.lower().split("x"))
+    dev = clkit.select(args.device)
+    rt = clkit.runtime(dev)
+    print(f"clkit.ndimage on {dev}, {w}x{h}, median of {args.rounds} interleaved rounds")
+    rows = []
+    for name, x, call, cv_call in cases(h, w, np.random.default_rng(7)):
+        if args.only and not any(o in name for o in args.only):
+            continue
+        expected = call(sn, x)
+        got = call(_On(dev), x)
+        tol = 0 if x.dtype == np.uint8 else 1e-4
+        assert np.allclose(got, expected, atol=tol, rtol=tol), name
+        d = clkit.to_device(x, device=dev)
+        call(_On(None), d)
+        variants = {"scipy": (lambda: call(sn, x), None),
+                    "clkit": (lambda: call(_On(dev), x), None),
+                    "clkit_device": (lambda: call(_On(None), d), rt.queue.finish)}
+        if cv_call:
+            cv_call(x)
+            variants["cv2"] = (lambda: cv_call(x), None)
+        if args.cupy:
+            import cupy
+            import cupyx.scipy.ndimage as cx
+            dx = cupy.asarray(x)
+            call(cx, dx)
+            variants["cupy"] = (lambda: call(cx, dx), cupy.cuda.runtime.deviceSynchronize)
+        times = {k: [] for k in variants}
+        for _ in range(args.rounds):
+            for k, (fn, sync) in variants.items():
+                times[k].append(timed(fn, sync))
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        row = {"filter": name, **{f"{k}_ms": round(v, 2) for k, v in med.items()},
+               "vs_scipy": round(med["scipy"] / med["clkit"], 1)}
+        if "cv2" in med:
+            row["vs_cv2"] = round(med["cv2"] / med["clkit"], 2)
+        if "cupy" in med:
+            row["device_vs_cupy"] = round(med["cupy"] / med["clkit_device"], 2)
+        rows.append(row)
+        print(" | ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": str(dev), "size": [w, h], "rounds": args.rounds,
+                       "rows": rows}, f, indent=1)
+
+
+class _On:
+    """clkit.ndimage with ``device=`` bound (None: the device array's own)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __getattr__(self, name):
+        f = getattr(cn, name)
+        return lambda *a, **k: f(*a, device=self.device, **k) if self.device else f(*a, **k)
+
+
+if __name__ == "__main__":
+    main()

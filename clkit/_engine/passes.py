@@ -1,0 +1,348 @@
+"""The N-D passes of clkit.ndimage: kernels over a whole C-contiguous array on one device.
+
+- :func:`correlate_axis`, :func:`mean_axis`, :func:`min_or_max_axis`: a 1-D window along
+  any axis of an N-D array (``convolution_axis.cl``, ``rank_filter_axis.cl``); separable
+  filters are one of these per axis, each writing the result's dtype, as scipy's passes do
+  (so that integer results truncate where scipy's do);
+- :func:`correlate_nd`, :func:`rank_nd`: any N-D weights or footprint, one work-item per
+  element reading the footprint's taps (``convolution_nd.cl``, ``rank_filter.cl``);
+- :func:`add_into`, :func:`square`, :func:`sqrt_into`: the elementwise steps that combine
+  derivatives (``gradient_magnitude.cl``).
+
+Each takes a :class:`Work` (the device, its queue, the array's shape and the element types)
+and device arrays, and enqueues without waiting. Arrays of fewer than SPECIALISE_FROM
+elements run generic builds (the window and border mode as kernel arguments: one build per
+element type); larger ones builds specialised for the window.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyopencl.array as cl_array
+
+from .._launch.prepared import Prepared
+from .._memory import pools as _memory
+from .dispatch import CL_TYPES, program
+
+_CL = dict(CL_TYPES)
+_CL[np.dtype(np.bool_)] = "uchar"
+_CL[np.dtype(np.float16)] = "half"
+
+#: How the kernels convert a computed value to each output type (see ndimage.h).
+_OUT_KIND = {np.dtype(t): k for t, k in (
+    (np.float16, 0), (np.float32, 0), (np.float64, 0), (np.bool_, 1), (np.int8, 2),
+    (np.uint8, 2), (np.int16, 2), (np.uint16, 2), (np.int32, 2), (np.uint32, 3),
+    (np.int64, 4), (np.uint64, 5))}
+
+#: The most taps of a footprint that the rank kernels gather per work-item.
+MAX_RANK_TAPS = 4096
+#: Arrays of fewer elements run the generic builds; larger ones a specialised build.
+SPECIALISE_FROM = 1 << 16
+#: The most values a generic rank build keeps (ranks beyond take a specialised build).
+GENERIC_KEEP = 64
+#: The largest footprint whose rank is selected by a sorting network; larger ones sort by
+#: insertion per work-item.
+MAX_NETWORK = 128
+#: Prepared launches kept per runtime.
+MAX_LAUNCHES = 512
+_BORDERS = {"BORDER_REFLECT": 0, "BORDER_MIRROR": 1, "BORDER_NEAREST": 2, "BORDER_WRAP": 3,
+            "BORDER_CONSTANT": 4}
+
+
+class Work:
+    """What the passes of one call share: ``name`` (for messages), ``rt`` and ``queue``,
+    ``device``, ``shape``, ``in_dtype`` (the input's) and ``dtype`` (the result's)."""
+
+    name = ""
+    shape: tuple = ()
+
+    def acc(self, *dtypes) -> np.dtype:
+        """The type a pass computes in: double (scipy's) where the device has fp64, except
+        for float32 and float16 data, which is filtered in float."""
+        if all(np.dtype(d).kind == "f" and np.dtype(d).itemsize <= 4 for d in dtypes) or \
+                not self.device.fp64:
+            return np.dtype(np.float32)
+        return np.dtype(np.float64)
+
+    def types(self, src_dtype, dst_dtype, acc=None) -> dict:
+        """The build defines of a pass from ``src_dtype`` to ``dst_dtype`` (see ndimage.h)."""
+        acc = self.acc(src_dtype, dst_dtype) if acc is None else acc
+        src, dst = np.dtype(src_dtype), np.dtype(dst_dtype)
+        defines = dict(SRC_T=_CL[src], DST_T=_CL[dst], ACC_T=_CL[acc],
+                       SRC_HALF=int(src == np.float16), DST_HALF=int(dst == np.float16),
+                       OUT_KIND=_OUT_KIND[dst])
+        if acc == np.float64:
+            defines["ACC_DOUBLE"] = 1
+        return defines
+
+
+def raw(a):
+    """A bool device array as the uint8 bytes the kernels read and write."""
+    return a.view(np.uint8) if a.dtype == np.bool_ else a
+
+
+def _dtype_of(a) -> np.dtype:
+    return np.dtype(a.dtype)
+
+
+def _launch(job: Work, file: str, kernel: str, defines: dict, args: tuple, gsize: tuple,
+            *buffers) -> None:
+    """Enqueue ``kernel`` of ``kernels_cl/<file>.cl`` on ``buffers`` (its first parameters);
+    ``args`` are the launch's other arguments (constant device arrays and numbers), kept with
+    the launch."""
+    if 0 in gsize:
+        return
+    key = (file, kernel, len(buffers), tuple(sorted(defines.items())),
+           tuple(id(a) if isinstance(a, cl_array.Array) else a for a in args), gsize)
+
+    def make():
+        # (the mean's division correctly rounded, as scipy's is)
+        prg = program(file, options=("-cl-fp32-correctly-rounded-divide-sqrt",), **defines)
+        return Prepared(prg, kernel, job.rt, (None,) * len(buffers) + tuple(args), gsize, None)
+    job.rt.memo(_launch, MAX_LAUNCHES).make(key, make)(job.queue, *buffers)
+
+
+def _constant(job: Work, host: np.ndarray):
+    return _memory.constant(job.rt, np.ascontiguousarray(host))
+
+
+def _axis_geometry(shape: tuple, axis: int):
+    """(len, inner, global size) of a pass along ``axis`` (see convolution_axis.cl)."""
+    length = shape[axis]
+    inner = math.prod(shape[axis + 1:])
+    outer = math.prod(shape[:axis])
+    if inner == 1:
+        return length, 1, (length, outer), 1
+    return length, inner, (inner, length, outer), 0
+
+
+def symmetry(weights: np.ndarray) -> int:
+    """1 for symmetric weights, -1 antisymmetric, 0 neither (odd sizes only), as scipy tests
+    them (to DBL_EPSILON); each has its own order of summation."""
+    n = weights.size
+    if n % 2 == 0 or n == 1:
+        return 0 if n % 2 == 0 else 1
+    left, right = weights[:n // 2], weights[n // 2 + 1:][::-1]
+    eps = np.finfo(np.float64).eps
+    if np.all(np.abs(left - right) <= eps):
+        return 1
+    if np.all(np.abs(left + right) <= eps):
+        return -1
+    return 0
+
+
+def _specialised(job: Work) -> bool:
+    return math.prod(job.shape) >= SPECIALISE_FROM
+
+
+def _window(job: Work, defines: dict, **window) -> tuple:
+    """The window's parameters as the build's defines (specialised) or as the launch's
+    arguments (generic, GENERIC=1), in the kernels' order; returns the arguments."""
+    if _specialised(job):
+        defines.update({k.upper(): v for k, v in window.items()})
+        defines["BORDER"] = window.pop("border")
+        return tuple(0 for _ in window) + (0,)
+    defines["GENERIC"] = 1
+    border = _BORDERS[window.pop("border")]
+    return tuple(window.values()) + (border,)
+
+
+def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: int,
+                   border: str, cval: float) -> None:
+    """``dst`` = scipy.ndimage.correlate1d(src, weights, axis, origin) (weights float64)."""
+    length, inner, gsize, last = _axis_geometry(job.shape, axis)
+    acc = job.acc(_dtype_of(src), _dtype_of(dst))
+    defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
+    defines["LAST"] = last
+    window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
+                     symmetric=symmetry(weights), border=border)
+    w = _constant(job, weights.astype(acc))
+    _launch(job, "convolution_axis", "correlate_axis", defines,
+            (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
+
+
+def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: str,
+              cval: float) -> None:
+    """``dst`` = the mean of each window of ``size`` along ``axis`` (uniform_filter1d)."""
+    length, inner, gsize, last = _axis_geometry(job.shape, axis)
+    acc = job.acc(_dtype_of(src), _dtype_of(dst))
+    defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
+    defines.update(LAST=last, MEAN=1)
+    window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
+                     border=border)
+    w = _constant(job, np.zeros(1, acc))  # (unread)
+    _launch(job, "convolution_axis", "correlate_axis", defines,
+            (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
+
+
+def min_or_max_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: str,
+                    cval: float, maximum: bool) -> None:
+    """``dst`` = minimum_filter1d or maximum_filter1d of ``src`` along ``axis``."""
+    length, inner, gsize, last = _axis_geometry(job.shape, axis)
+    acc = np.dtype(np.float64) if job.device.fp64 else np.dtype(np.float32)
+    defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
+    defines.update(LAST=last, MAXIMUM=int(maximum))
+    window = _window(job, defines, taps=size, shift=size // 2 + origin, border=border)
+    _launch(job, "rank_filter_axis", "min_or_max_axis", defines,
+            (length, inner, float(acc.type(cval))) + window, gsize, src, dst)
+
+
+def _taps(shape: tuple, footprint: np.ndarray, origins) -> tuple:
+    """The used taps of an N-D footprint: (offsets (taps x ndim, int32), flat offsets in a
+    C-contiguous array of ``shape`` (int64), the margins (lo, hi) per axis inside which every
+    tap reads the array itself)."""
+    idx = np.argwhere(footprint)  # C order, as scipy visits them
+    centre = np.array([s // 2 + o for s, o in zip(footprint.shape, origins)])
+    offs = (idx - centre).astype(np.int32)
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], np.int64)
+    flat = (offs.astype(np.int64) * strides).sum(axis=1)
+    lo = np.maximum(0, -offs.min(axis=0)).astype(np.int32)
+    hi = np.maximum(0, offs.max(axis=0)).astype(np.int32)
+    return offs, flat, lo, hi
+
+
+def _nd_size(job: Work) -> tuple:
+    """The global size of the N-D kernels: (the last axis, the product of the others)."""
+    rows = math.prod(job.shape[:-1])
+    if rows >= 2 ** 31 or job.shape[-1] >= 2 ** 31:
+        raise NotImplementedError(f"{job.name}: arrays of 2**31 rows or columns and more")
+    return job.shape[-1], rows
+
+
+def correlate_nd(job: Work, src, dst, weights: np.ndarray, origins, border: str,
+                 cval: float) -> None:
+    """``dst`` = scipy.ndimage.correlate(src, weights, origin=origins): taps of weight above
+    DBL_EPSILON in magnitude, summed in C order from 0, as scipy sums them."""
+    used = np.abs(weights) > np.finfo(np.float64).eps
+    acc = job.acc(_dtype_of(src), _dtype_of(dst))
+    defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
+    if not used.any():  # scipy's sum of no taps
+        used = np.zeros(weights.shape, bool)
+        used.flat[0] = True
+        weights = np.zeros(weights.shape)
+    offs, flat, lo, hi = _taps(job.shape, used, origins)
+    defines["NDIM"] = len(job.shape)
+    window = _window(job, defines, ntaps=len(flat), border=border)
+    shape = np.array(job.shape, np.int32)
+    args = (_constant(job, weights[used].astype(acc)), _constant(job, offs),
+            _constant(job, flat), _constant(job, shape), _constant(job, lo), _constant(job, hi),
+            float(acc.type(cval))) + window
+    _launch(job, "convolution_nd", "correlate_nd", defines, args, _nd_size(job), src, dst)
+
+
+def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cval: float,
+            rank: int) -> None:
+    """``dst`` = the ``rank``-th smallest of each footprint's values (0 the minimum), cval
+    as the input's type gives it (scipy's conversion)."""
+    offs, flat, lo, hi = _taps(job.shape, footprint, origins)
+    n = len(flat)
+    if n > MAX_RANK_TAPS:
+        raise NotImplementedError(f"{job.name}: a footprint of {n} elements; clkit.ndimage's "
+                                  f"rank filters take up to {MAX_RANK_TAPS}")
+    src_dtype = _dtype_of(src) if job.in_dtype != np.bool_ else np.dtype(np.bool_)
+    acc = np.dtype(np.float64) if job.device.fp64 else np.dtype(np.float32)
+    defines = job.types(src_dtype, _dtype_of(dst), acc)
+    defines["NDIM"] = len(job.shape)
+    if rank == 0:
+        defines["MINIMUM"] = 1
+    elif rank == n - 1:
+        defines["MAXIMUM"] = 1
+    if _specialised(job) or rank >= GENERIC_KEEP:
+        defines.update(NTAPS=n, RANK=rank, BORDER=border)
+        if "MINIMUM" not in defines and "MAXIMUM" not in defines and n <= MAX_NETWORK:
+            defines["NETWORK"] = network(n, rank)
+        window = (0, 0, 0)
+    else:
+        defines.update(GENERIC=1, GENERIC_KEEP=GENERIC_KEEP)
+        window = (n, rank, _BORDERS[border])
+    shape = np.array(job.shape, np.int32)
+    raw_cval = c_cast(cval, job.in_dtype)
+    args = (_constant(job, offs), _constant(job, flat), _constant(job, shape),
+            _constant(job, lo), _constant(job, hi), float(acc.type(raw_cval))) + window
+    _launch(job, "rank_filter", "rank_nd", defines, args, _nd_size(job), src, dst)
+
+
+def network(n: int, rank: int) -> str:
+    """The compare-exchanges that put the ``rank``-th smallest of ``n`` values at ``rank``:
+    Batcher's odd-even merge sort of the next power of two, without the exchanges that meet
+    the padding (+infinity stays on top) or that ``rank`` does not depend on."""
+    size = 1 << max(0, (n - 1).bit_length())
+    pairs = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    a, b = i + j, i + j + k
+                    if a // (2 * p) == b // (2 * p) and b < n:
+                        pairs.append((a, b))
+            k //= 2
+        p *= 2
+    needed, kept = {rank}, []
+    for a, b in reversed(pairs):
+        if a in needed or b in needed:
+            needed.update((a, b))
+            kept.append((a, b))
+    return "".join(f"CE({a},{b})" for a, b in reversed(kept))
+
+
+def _elementwise_defines(dtype: np.dtype) -> dict:
+    dtype = np.dtype(dtype)
+    sqrt = "double" if dtype.itemsize >= 4 and dtype.kind in "iuf" and dtype != np.float32 \
+        else "float"
+    return dict(T=_CL[dtype], HALF=int(dtype == np.float16), BOOL=int(dtype == np.bool_),
+                SQRT_T=sqrt)
+
+
+def add_into(job: Work, acc, x) -> None:
+    """``acc += x`` elementwise, in their dtype as numpy adds."""
+    n = math.prod(job.shape)
+    _launch(job, "gradient_magnitude", "add_into", _elementwise_defines(job.dtype), (n,), (n,),
+            acc, x)
+
+
+def square(job: Work, acc) -> None:
+    """``acc *= acc`` elementwise."""
+    n = math.prod(job.shape)
+    _launch(job, "gradient_magnitude", "square", _elementwise_defines(job.dtype), (n,), (n,),
+            acc)
+
+
+def sqrt_into(job: Work, acc) -> None:
+    """``acc = sqrt(acc)`` elementwise, cast back to its dtype as numpy's unsafe cast does."""
+    n = math.prod(job.shape)
+    _launch(job, "gradient_magnitude", "sqrt_into", _elementwise_defines(job.dtype), (n,),
+            (n,), acc)
+
+
+def _truncated(value: float, bits: int) -> int:
+    """x86-64's truncating conversion to a signed integer of ``bits``: out of range or NaN
+    gives the smallest value."""
+    limit = 2 ** (bits - 1)
+    if not -limit <= value < limit:  # (NaN too)
+        return -limit
+    return int(value)
+
+
+def c_cast(value: float, dtype) -> float:
+    """``value`` converted to ``dtype`` as scipy's C cast from double does on x86-64 (the
+    kernels' clk_store does the same): integers truncated towards zero and wrapped to their
+    width, out-of-range values as the processor's conversions give them."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return float(dtype.type(value))
+    if dtype.kind == "b":  # a byte: the low one of the int conversion, nonzero or not
+        return float(_truncated(value, 32) & 0xFF != 0)
+    bits = dtype.itemsize * 8
+    if dtype == np.uint64:
+        t = _truncated(value - 2.0 ** 63, 64) ^ (1 << 63) if value >= 2.0 ** 63 else \
+            _truncated(value, 64)
+    else:
+        t = _truncated(value, 64 if dtype.itemsize == 8 or dtype == np.uint32 else 32)
+    t &= (1 << bits) - 1
+    if dtype.kind == "i" and t >= 1 << (bits - 1):
+        t -= 1 << bits
+    return float(t)

@@ -1,0 +1,99 @@
+/*
+ * rank_filter.cl: scipy.ndimage's rank, median, percentile, minimum and maximum filters with
+ * any footprint (rectangular minima and maxima go through rank_filter_axis.cl instead).
+ *
+ * One work-item per output element (see ndimage.h for the mapping) gathers its footprint's
+ * values in the input's own type (taps listed by the host in C order, read as in
+ * convolution_nd.cl) and selects the rank-th smallest:
+ *  - MINIMUM or MAXIMUM: a running minimum or maximum, started at the first tap and replaced
+ *    only by a strictly smaller (larger) value, as scipy compares;
+ *  - NETWORK (specialised builds, footprints of up to 128 taps): a list of compare-exchanges
+ *    CE(a,b), the part of Batcher's odd-even merge sort that RANK depends on, made by the host.
+ *    Every work-item runs the same min/max sequence, with no branch on the data, so that SIMD
+ *    lanes and GPU threads stay together;
+ *  - otherwise a selection by insertion into a sorted prefix of rank + 1 values (KEEP of them
+ *    at most: RANK + 1, or GENERIC_KEEP in generic builds, which take `rank` as an argument).
+ * cval arrives converted to the input's type (scipy's C cast), in ACC_T.
+ */
+#include "ndimage.h"
+
+#ifndef MAXIMUM
+#define MAXIMUM 0
+#endif
+#ifndef MINIMUM
+#define MINIMUM 0
+#endif
+#if GENERIC
+#define KEEP GENERIC_KEEP
+#else
+#define ntaps NTAPS
+#define rank RANK
+#define KEEP (RANK + 1)
+#endif
+
+/* Tap t of the element at coordinates c, folded by the border mode (cval outside). */
+CLK_INLINE RAW_T tap_folded(__global const SRC_T *src, const int *c, __constant int *offs,
+                            int t, __constant int *shape, int border, RAW_T cval)
+{
+    long idx = clk_tap_index(c, offs, t, shape, border);
+    return idx < 0 ? cval : LOAD_RAW(src, idx);
+}
+
+#define CE(a, b) { RAW_T lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
+
+__kernel void rank_nd(__global const SRC_T *src, __global DST_T *dst, __constant int *offs,
+                      __constant long *flat, __constant int *shape, __constant int *lo,
+                      __constant int *hi, ACC_T cval_acc, int ntaps_, int rank_, int border)
+{
+#if GENERIC
+    const int ntaps = ntaps_, rank = rank_;
+#endif
+    if (get_global_id(0) >= shape[NDIM - 1])
+        return;
+    const RAW_T cval = (RAW_T)cval_acc;
+    int c[NDIM];
+    bool inside;
+    const long g = clk_coords(shape, lo, hi, c, &inside);
+#define TAP(t) (inside ? LOAD_RAW(src, g + flat[t]) : tap_folded(src, c, offs, (t), shape, \
+                                                                  border, cval))
+    RAW_T best;
+#if MINIMUM || MAXIMUM
+    best = TAP(0);
+    for (int t = 1; t < ntaps; t++) {
+        RAW_T x = TAP(t);
+#if MAXIMUM
+        if (x > best)
+            best = x;
+#else
+        if (x < best)
+            best = x;
+#endif
+    }
+#elif defined(NETWORK)
+    RAW_T v[NTAPS];
+    for (int t = 0; t < NTAPS; t++)
+        v[t] = TAP(t);
+    NETWORK
+    best = v[RANK];
+#else
+    /* the rank + 1 smallest so far, sorted */
+    RAW_T v[KEEP];
+    int kept = 0;
+    for (int t = 0; t < ntaps; t++) {
+        RAW_T x = TAP(t);
+        if (kept == rank + 1) {
+            if (!(x < v[rank]))
+                continue;
+            kept--;
+        }
+        int k = kept++;
+        while (k > 0 && x < v[k - 1]) {
+            v[k] = v[k - 1];
+            k--;
+        }
+        v[k] = x;
+    }
+    best = v[rank];
+#endif
+    clk_store(dst, g, CLK_CONVERT(ACC_T)(best));
+}

@@ -1,0 +1,288 @@
+"""clkit.ndimage against scipy.ndimage itself, on every device.
+
+Every dtype (bool, int8 to uint64, float16/32/64) in 1-D, 2-D and 3-D with odd shapes goes
+through each filter, the border modes and origins cycling over the cases so that each mode and
+origin meets every number of dimensions; a second set crosses every mode with every origin.
+Integer and bool results must equal scipy's exactly (clkit sums in double in scipy's order),
+float64 to 1e-12, float32 to float32 rounding. float16, which scipy refuses, is checked
+against scipy on float32 data rounded to float16.
+"""
+
+import itertools
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+import scipy.ndimage as sn
+
+import clkit
+from clkit import ndimage as cn
+
+MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-mirror", "grid-wrap",
+         "grid-constant"]
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+          np.uint64, np.float16, np.float32, np.float64]
+SHAPES = {1: (23,), 2: (9, 14), 3: (5, 6, 7)}
+ORIGINS = [0, -1, 1]
+CASES = [(np.dtype(d), nd, MODES[i % len(MODES)], ORIGINS[i // len(MODES) % 3])
+         for i, (d, nd) in enumerate(itertools.product(DTYPES, SHAPES))]
+CASE_IDS = [f"{d}-{nd}d-{m}-o{o}" for d, nd, m, o in CASES]
+
+
+def data(dtype, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        return rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+    return (rng.random(shape) * 200 - 100).astype(dtype)
+
+
+def reference(fn, x, *args, **kwargs):
+    """scipy's result; for float16 (which scipy refuses) scipy's float32 result, rounded."""
+    if x.dtype == np.float16:
+        return getattr(sn, fn)(x.astype(np.float32), *args, **kwargs).astype(np.float16)
+    return getattr(sn, fn)(x, *args, **kwargs)
+
+
+def check(got, expected, what, mean=False):
+    assert type(got) is np.ndarray, what
+    assert got.dtype == expected.dtype, f"{what}: dtype {got.dtype}, scipy {expected.dtype}"
+    assert got.shape == expected.shape
+    if expected.dtype.kind in "biu":
+        if mean:  # scipy's running sum may round a whole mean down by 1 (documented)
+            diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+            assert diff.max(initial=0) <= 1, what
+        else:
+            np.testing.assert_array_equal(got, expected, err_msg=what)
+    elif expected.dtype == np.float64:
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=what)
+    else:
+        eps = float(np.finfo(expected.dtype).eps)
+        scale = max(1.0, float(np.abs(expected.astype(np.float64)).max(initial=0)))
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                                   rtol=0, atol=64 * eps * scale, err_msg=what)
+
+
+def fp64_or_skip(device, dtype):
+    if np.dtype(dtype) == np.float64 and not device.fp64:
+        pytest.skip(f"{device} has no fp64")
+
+
+LINEAR = [
+    ("correlate1d", lambda o: (([0.5, -1.25, 2.0],), dict(axis=0, origin=o))),
+    ("convolve1d", lambda o: (([1, 3, -2, 1],), dict(axis=-1, origin=o))),
+    ("correlate", lambda o: ((None,), dict(origin=o))),
+    ("convolve", lambda o: ((None,), dict(origin=o))),
+    ("gaussian_filter1d", lambda o: ((1.5,), dict(axis=0, order=o % 3))),
+    ("gaussian_filter", lambda o: ((1.0,), dict(order=o % 2, truncate=3.0))),
+    ("uniform_filter1d", lambda o: ((4,), dict(axis=0, origin=o))),
+    ("uniform_filter", lambda o: ((3,), dict(origin=o))),
+    ("sobel", lambda o: ((), dict(axis=0))),
+    ("prewitt", lambda o: ((), dict(axis=-1))),
+    ("laplace", lambda o: ((), {})),
+    ("gaussian_laplace", lambda o: ((1.0,), {})),
+    ("gaussian_gradient_magnitude", lambda o: ((1.0,), {})),
+]
+
+
+def weights_for(ndim):
+    w = np.arange(1, 3 ** ndim + 1, dtype=np.float64).reshape((3,) * ndim) / 7 - 1.5
+    w.flat[1] = 0.0  # a tap of weight 0, which scipy leaves out
+    return w
+
+
+@pytest.mark.parametrize("fn,arguments", LINEAR, ids=[f for f, _ in LINEAR])
+@pytest.mark.parametrize("dtype,ndim,mode,origin", CASES, ids=CASE_IDS)
+def test_linear_filters_equal_scipy(device, fn, arguments, dtype, ndim, mode, origin):
+    fp64_or_skip(device, dtype)
+    x = data(dtype, SHAPES[ndim])
+    args, kwargs = arguments(origin)
+    if args[:1] == (None,):
+        args = (weights_for(ndim),)
+    kwargs.update(mode=mode, cval=2.5)
+    if fn in ("sobel", "prewitt", "laplace"):
+        kwargs.pop("cval")
+        kwargs["cval"] = 2.0
+    expected = reference(fn, x, *args, **kwargs)
+    got = getattr(cn, fn)(x, *args, device=device, **kwargs)
+    check(got, expected, f"{fn} {dtype} {ndim}-D {mode} {kwargs}", mean="uniform" in fn)
+
+
+RANK = [
+    ("minimum_filter1d", lambda o: ((3,), dict(axis=0, origin=o))),
+    ("maximum_filter1d", lambda o: ((4,), dict(axis=-1, origin=o))),
+    ("minimum_filter", lambda o: ((), dict(size=3, origin=o))),
+    ("maximum_filter", lambda o: ((), dict(footprint="cross", origin=o))),
+    ("median_filter", lambda o: ((), dict(size=3, origin=o))),
+    ("rank_filter", lambda o: ((-2,), dict(footprint="cross", origin=o))),
+    ("percentile_filter", lambda o: ((30,), dict(size=(2,), axes=(0,)))),
+]
+
+
+def cross(ndim):
+    fp = np.zeros((3,) * ndim, bool)
+    for d in range(ndim):
+        index = [1] * ndim
+        index[d] = slice(None)
+        fp[tuple(index)] = True
+    return fp
+
+
+@pytest.mark.parametrize("fn,arguments", RANK, ids=[f for f, _ in RANK])
+@pytest.mark.parametrize("dtype,ndim,mode,origin", CASES, ids=CASE_IDS)
+def test_rank_filters_equal_scipy(device, fn, arguments, dtype, ndim, mode, origin):
+    fp64_or_skip(device, dtype)
+    x = data(dtype, SHAPES[ndim])
+    args, kwargs = arguments(origin)
+    if kwargs.get("footprint") == "cross":
+        kwargs["footprint"] = cross(ndim)
+    kwargs.update(mode=mode, cval=3.0)
+    expected = reference(fn, x, *args, **kwargs)
+    got = getattr(cn, fn)(x, *args, device=device, **kwargs)
+    # exact: a rank filter selects one of the window's values
+    np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {dtype} {ndim}-D {kwargs}")
+    assert got.dtype == expected.dtype
+
+
+@pytest.mark.parametrize("mode,origin", list(itertools.product(MODES, [-2, -1, 0, 1, 2])))
+def test_every_mode_with_every_origin(device, mode, origin):
+    x = data(np.dtype(np.int32), (11, 12))
+    w = weights_for(2)
+    w = np.pad(w, 1)  # 5 x 5, so that origins of +-2 are valid
+    check(cn.correlate(x, w, mode=mode, origin=origin, cval=-4, device=device),
+          sn.correlate(x, w, mode=mode, origin=origin, cval=-4), f"correlate {mode} {origin}")
+    check(cn.correlate1d(x, w[2], axis=0, mode=mode, origin=origin, device=device),
+          sn.correlate1d(x, w[2], axis=0, mode=mode, origin=origin), f"correlate1d {mode}")
+    np.testing.assert_array_equal(
+        cn.median_filter(x, size=5, mode=mode, origin=origin, device=device),
+        sn.median_filter(x, size=5, mode=mode, origin=origin))
+
+
+@pytest.mark.parametrize("shape", [(1,), (2,), (1, 1), (3, 1), (1, 40), (2, 3, 1, 4)])
+def test_small_and_odd_shapes(device, shape):
+    """Windows larger than the array fold as scipy folds them, in any number of dimensions."""
+    x = data(np.dtype(np.float64 if device.fp64 else np.float32), shape)
+    for mode in ["reflect", "mirror", "wrap", "nearest", "constant"]:
+        check(cn.uniform_filter(x, 5, mode=mode, device=device),
+              sn.uniform_filter(x, 5, mode=mode), f"uniform_filter {shape} {mode}")
+        check(cn.correlate(x, np.ones((5,) * x.ndim), mode=mode, device=device),
+              sn.correlate(x, np.ones((5,) * x.ndim), mode=mode), f"correlate {shape} {mode}")
+        if x.ndim > 1:  # scipy's 1-D median of a window larger than the signal reads memory
+            np.testing.assert_array_equal(  # it never wrote (scipy 1.17)
+                cn.median_filter(x, size=4, mode=mode, device=device),
+                sn.median_filter(x, size=4, mode=mode))
+
+
+def test_large_windows_take_the_generic_rank_selection(device):
+    """Beyond the sorting network's size (128 taps) a rank filter selects by insertion."""
+    x = data(np.dtype(np.int16), (20, 21))
+    for size, rank in [(12, 70), (13, 0), (12, -1)]:
+        np.testing.assert_array_equal(cn.rank_filter(x, rank, size=size, device=device),
+                                      sn.rank_filter(x, rank, size=size))
+
+
+@pytest.mark.parametrize("output", [np.float32, "float64", np.uint8, np.int16, "array"])
+def test_output_dtype_or_array(device, output):
+    x = data(np.dtype(np.int16), (10, 11))
+    if output == "float64" and not device.fp64:
+        pytest.skip(f"{device} has no fp64")
+    target = np.zeros(x.shape, np.float32) if isinstance(output, str) and output == "array" \
+        else output
+    got = cn.gaussian_filter(x, 1.2, output=target, device=device)
+    expected = sn.gaussian_filter(x, 1.2, output=np.zeros(x.shape, np.float32)
+                                  if isinstance(output, str) and output == "array" else output)
+    if isinstance(output, str) and output == "array":
+        assert got is target
+    check(got, expected, f"gaussian_filter output={output}")
+
+
+def test_device_arrays_stay_on_the_device(device, monkeypatch):
+    x = data(np.dtype(np.float32), (12, 13))
+    d = clkit.to_device(x, device=device)
+    copies = []
+    real_get = cl_array.Array.get
+    monkeypatch.setattr(cl_array.Array, "get", lambda self, *a, **k: copies.append(1) or
+                        real_get(self, *a, **k))
+    out = cn.sobel(d, axis=0)
+    out2 = cn.median_filter(d, size=3)
+    assert isinstance(out, cl_array.Array) and out.context == d.context
+    assert isinstance(out2, cl_array.Array) and out2.context == d.context
+    assert copies == []
+    monkeypatch.undo()
+    check(out.get(), sn.sobel(x, axis=0), "sobel on a device array")
+    np.testing.assert_array_equal(out2.get(), sn.median_filter(x, size=3))
+    target = clkit.empty(x.shape, np.float32, device=device)
+    assert cn.uniform_filter(d, 3, output=target) is target
+    check(target.get(), sn.uniform_filter(x, 3), "uniform_filter into a device array")
+    with pytest.raises(TypeError, match="device array"):
+        cn.uniform_filter(d, 3, output=np.zeros(x.shape, np.float32))
+
+
+def test_scipy_exception_types_for_bad_arguments(device):
+    x = np.zeros((5, 5), np.float32)
+    with pytest.raises(RuntimeError, match="mode"):
+        cn.correlate1d(x, [1, 2], mode="bogus", device=device)
+    with pytest.raises(ValueError, match="origin"):
+        cn.correlate1d(x, [1, 2, 3], origin=2, device=device)
+    with pytest.raises(ValueError, match="origin"):
+        cn.median_filter(x, size=3, origin=(2, 0), device=device)
+    with pytest.raises(RuntimeError, match="size"):
+        cn.uniform_filter1d(x, 0, device=device)
+    with pytest.raises(RuntimeError, match="weights"):
+        cn.correlate1d(x, [], device=device)
+    with pytest.raises(RuntimeError, match="shape"):
+        cn.sobel(x, output=np.zeros((4, 5), np.float32), device=device)
+    with pytest.raises(RuntimeError, match="rank"):
+        cn.rank_filter(x, 9, size=3, device=device)
+    with pytest.raises(RuntimeError, match="percentile"):
+        cn.percentile_filter(x, 101, size=3, device=device)
+    with pytest.raises(ValueError, match="axes"):
+        cn.gaussian_filter(x, 1, axes=(0, 0), device=device)
+    with pytest.raises(np.exceptions.AxisError):
+        cn.correlate1d(x, [1, 2], axis=2, device=device)
+    with pytest.raises(RuntimeError, match="footprint"):
+        cn.median_filter(x, device=device)
+    with pytest.raises(ValueError, match="All-zero"):
+        cn.minimum_filter(x, footprint=np.zeros((3, 3)), device=device)
+
+
+def test_complex_is_refused_clearly(device):
+    z = np.zeros((4, 4), np.complex64)
+    with pytest.raises(NotImplementedError, match="complex"):
+        cn.gaussian_filter(z, 1, device=device)
+    with pytest.raises(NotImplementedError, match="complex"):
+        cn.correlate(np.zeros((4, 4)), np.ones((3, 3), complex), device=device)
+    with pytest.raises(TypeError, match="Complex"):
+        cn.median_filter(z, 3, device=device)
+
+
+def test_public_names_are_scipys():
+    import inspect
+    for name in cn.__all__:
+        ours, theirs = inspect.signature(getattr(cn, name)), inspect.signature(getattr(sn, name))
+        params = [p for p in ours.parameters.values() if p.name != "device"]
+        assert [p.name for p in params] == [p.name for p in theirs.parameters.values()], name
+        for p in params:
+            q = theirs.parameters[p.name]
+            assert (p.kind, p.default) == (q.kind, q.default), f"{name}({p.name})"
+        assert ours.parameters["device"].kind is inspect.Parameter.KEYWORD_ONLY
+        doc = getattr(cn, name).__doc__
+        assert ">>>" in doc and "Differences from scipy.ndimage" in doc, name
+    assert sorted(cn.__all__) == sorted(set(cn.__all__))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64])
+def test_out_of_range_values_convert_as_scipys(device, dtype):
+    """Values beyond the output type's range, negative values for unsigned types, NaN and
+    infinities become what scipy's conversions make of them, on every device."""
+    if not device.fp64:
+        pytest.skip(f"{device} has no fp64")
+    v = np.array([-1e20, -3e9, -5.7, -0.5, 0.5, 255.5, 256, 3e9, 5e9, 1.8e19, 2e19, 1e30,
+                  np.nan, np.inf, -np.inf, 9.3e18])
+    expected = sn.correlate1d(v, [1.0], output=dtype)
+    got = cn.correlate1d(v, [1.0], output=dtype, device=device)
+    np.testing.assert_array_equal(got.astype(np.float64), expected.astype(np.float64))
