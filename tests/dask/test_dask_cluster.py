@@ -14,6 +14,8 @@ import clkit.dask as cd
 import clkit.kernels as ck
 from clkit.dask import _blocks
 
+from _where import CWD, child_env
+
 
 def _pocl():
     return [d for d in clkit.devices() if d.short_platform == "pocl"]
@@ -90,11 +92,8 @@ def test_no_opencl_context_before_a_task_runs():
             "y.compute(scheduler='single-threaded')\n"
             "assert len(made) == 1, made  # the check sees contexts: one, at the first task\n"
             "print('no context')\n")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root,
-                                                                   os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=child_env(), cwd=CWD, timeout=120)
     assert out.returncode == 0 and "no context" in out.stdout, out.stderr
 
 
