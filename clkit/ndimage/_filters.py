@@ -120,9 +120,9 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
         The axis to filter along.
     output : dtype or array, optional
         The result's dtype (the input's by default) or an array to fill.
-    mode : {"reflect", "constant", "nearest", "mirror", "wrap", "grid-constant",
-            "grid-mirror", "grid-wrap"}
-        How the input extends beyond its edges.
+    mode : str
+        How the input extends beyond its edges: "reflect", "constant", "nearest",
+        "mirror", "wrap", "grid-constant", "grid-mirror" or "grid-wrap".
     cval : float
         The value outside the input in constant modes.
     origin : int
