@@ -26,6 +26,7 @@ live), which run on Oclgrind when the device is made to report itself a GPU.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import sys
@@ -35,7 +36,9 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # the repository, the helpers
+sys.path.insert(0, str(HERE))  # the helpers
+if importlib.util.find_spec("clkit") is None:  # run by hand in a checkout: the checkout's clkit
+    sys.path.insert(0, str(HERE.parents[1]))
 
 import numpy as np  # noqa: E402
 
