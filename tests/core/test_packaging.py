@@ -151,3 +151,14 @@ def test_a_copy_installed_from_this_tree_runs_from_anywhere(tmp_path):
     # the installed copy sees the devices this process sees, whichever implementations they are
     assert [(d["id"], d["name"]) for d in json.loads(devices.stdout)] == \
         [(d.id, d.name) for d in clkit.devices()]
+
+
+def test_the_tests_give_child_processes_the_clkit_under_test():
+    # A test that put the checkout on a child process's path itself would test the checkout's
+    # clkit in CI's installed leg; tests/helpers/_where.py says what a child gets.
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if path.name == "_where.py":
+            continue
+        for line in path.read_text().splitlines():
+            if "PYTHONPATH" in line and "pythonpath(" not in line:
+                assert not re.search(r"\b(REPO|ROOT|root|parents)\b", line), f"{path}: {line}"
