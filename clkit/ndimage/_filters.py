@@ -205,7 +205,21 @@ def _correlate_or_convolve(name, input, weights, output, mode, cval, origin, axe
         raise RuntimeError(f"{name}: a sequence of modes is not supported; pass one mode")
     border, cval = mode_of(mode), check_cval(name, cval)
     w = np.ascontiguousarray(w)
+    if math.prod(job.shape) and not any(origins) and all(n % 2 for n in w.shape):
+        image = image_mask(job, w[(slice(None, None, -1),) * w.ndim], border, cval)
+        if image is not None:
+            return run_image_filter(image, [job.input], job.target, job.device)
     return run(job, [lambda j, s, d: _engine.correlate_nd(j, s, d, w, origins, border, cval)])
+
+
+def image_mask(job: Job, mask: np.ndarray, border: str, cval: float) -> Filter | None:
+    """The 2-D filter of clkit's image engine that convolves with ``mask`` (of odd sizes,
+    centred), for a float32 or float64 image whose result keeps its dtype; None otherwise.
+    Its sums are in the image's type and leave out the weights scipy leaves out."""
+    if len(job.shape) != 2 or job.in_dtype not in (np.float32, np.float64) or \
+            job.dtype != job.in_dtype or mask.ndim != 2:
+        return None
+    return Filter.for_mask(job.name, job.input, mask, _IMAGE_MODES[border], cval)
 
 
 @documented
