@@ -8,6 +8,9 @@ the intermediates staying on the device; any other dask operation in between (or
 its block home once: device arrays never leave a task, and the graphs pickle without
 device objects.
 
+:mod:`clkit.dask.ndimage` holds :mod:`clkit.ndimage`'s filters, with scipy.ndimage's names
+and signatures, on dask arrays of any number of dimensions.
+
 :func:`local_cluster` starts a worker process per OpenCL device; on any other cluster each
 worker picks its device by the rule of :func:`worker_device`.  Needs the ``dask`` extra:
 ``pip install clkit[dask]``.

@@ -112,8 +112,17 @@ def apply(function, image, *args, halo=0, mode="reflect", dtype=None, drop_last=
     elif any(lo or hi for lo, hi in halo):
         raise ArgumentValueError(f"{name}: a filter with a halo needs its border mode "
                                  "(mode=...)")
+    return filter_array(function, image, args, kwargs, halo, modes, dtype, device, drop_last)
+
+
+def filter_array(function, image, args, kwargs, halo, modes, dtype=None, device=None,
+                 drop_last=False, name=None):
+    """:func:`apply` with its arguments checked: ``halo`` and ``modes`` one per axis,
+    ``kwargs`` what the function takes (its ``mode`` included)."""
+    name = name or getattr(function, "__name__", "apply")
     out_dtype = image.dtype if dtype is None else np.dtype(dtype)
-    f = Filter(function, tuple(args), kwargs, halo, modes, out_dtype, bool(drop_last), name)
+    f = Filter(function, tuple(args), kwargs, tuple(halo), tuple(modes), out_dtype,
+               bool(drop_last), name)
     return filtered(image, f, device_spec(device, name))
 
 
