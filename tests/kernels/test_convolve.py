@@ -990,7 +990,7 @@ def test_a_pixel_does_not_depend_on_where_the_image_begins(device, rng, mask_sha
     margin = 7
     with _tiers.tier(tier):
         whole = run(image)
-        for c0 in range(0, 17, 1 if not device.simulator else 5):
+        for c0 in (range(0, 17) if not device.simulator else (0, 3, 13)):  # (the simulator: slow)
             part = run(image[2:, c0:])
             np.testing.assert_array_equal(part[margin:-margin, margin:-margin],
                                           whole[2 + margin:-margin, c0 + margin:-margin])
