@@ -104,7 +104,7 @@ def _sum_of(job: Job, derivatives, squared=False):
     if not math.prod(job.shape):
         return job.finish(job.empty())
     src = job.source()
-    total = job.empty()
+    total = job.result()
     derivatives[0](job, src, total)
     if squared:
         _engine.square(job, total)

@@ -97,9 +97,9 @@ def run(job: Job, passes) -> object:
     if image is not None:
         return run_image_filter(image, [job.input], job.target, job.device)
     src = job.source()
-    buffers = [job.empty()] + ([job.empty()] if len(passes) > 1 else [])
+    temps = [job.empty() for _ in range(min(2, len(passes) - 1))]
     for i, f in enumerate(passes):
-        dst = buffers[i % 2]
+        dst = job.result() if i == len(passes) - 1 else temps[i % 2]
         f(job, src, dst)
         src = dst
     return job.finish(src)

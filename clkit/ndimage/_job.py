@@ -15,6 +15,7 @@ from .._engine.dispatch import _after, home_device
 from .._engine.passes import Work, raw
 from .._memory import pools as _memory
 from .._memory import transfer as _transfer
+from .._memory.transfer import aligned_empty
 from .._platform.runtime import runtime, runtime_of_array
 from ._support import DTYPES, output_dtype
 
@@ -69,6 +70,19 @@ class Job(Work):
         dtype = np.dtype(self.dtype if dtype is None else dtype)
         return raw(_memory.empty(self.rt, self.shape, dtype, self.queue))
 
+    def result(self):
+        """The device array the last pass writes. For numpy calls on a device that shares the
+        host's memory, it is the numpy result's own memory: nothing is copied home."""
+        if self.on_device:
+            return self.empty()
+        t = self.target
+        # (not an output that overlaps the input, which the kernels still read)
+        direct = t is not None and t.flags.c_contiguous and t.dtype == self.dtype and \
+            not np.may_share_memory(t, self.input)
+        self._host = t if direct else aligned_empty(self.shape, self.dtype)
+        return raw(_memory.device_output(self.rt, self._host, self.shape, self.dtype,
+                                         self.queue))
+
     def finish(self, result):
         """The call's return value from ``result`` (a device array of the result's dtype)."""
         result = result.view(self.dtype) if result.dtype != self.dtype else result
@@ -78,8 +92,8 @@ class Job(Work):
             _after(self.target.queue, self.queue)
             self.target[...] = result
             return self.target
-        host = _transfer.download(self.rt, result)
-        if self.target is None:
+        host = _transfer.download(self.rt, result, getattr(self, "_host", None))
+        if self.target is None or host is self.target:
             return host
         self.target[...] = host
         return self.target

@@ -286,3 +286,19 @@ def test_out_of_range_values_convert_as_scipys(device, dtype):
     expected = sn.correlate1d(v, [1.0], output=dtype)
     got = cn.correlate1d(v, [1.0], output=dtype, device=device)
     np.testing.assert_array_equal(got.astype(np.float64), expected.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_output_may_be_the_input_itself(device, dtype):
+    """scipy allows output= to be the input: the result is as if computed aside."""
+    x = data(np.dtype(dtype), (12, 13))
+    expected = [sn.median_filter(x, 3), sn.gaussian_filter(x, 1.0), sn.sobel(x, 0)]
+    got = []
+    for f in (lambda a: cn.median_filter(a, 3, output=a, device=device),
+              lambda a: cn.gaussian_filter(a, 1.0, output=a, device=device),
+              lambda a: cn.sobel(a, 0, output=a, device=device)):
+        a = x.copy()
+        assert f(a) is a
+        got.append(a)
+    for g, e in zip(got, expected):
+        check(g, e, "output=input")
