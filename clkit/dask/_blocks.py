@@ -20,7 +20,7 @@ import numpy as np
 used_devices: set = set()
 _lock = threading.Lock()
 _resolved: dict = {}
-_simulator_lock = threading.Lock()
+_turns: dict = {}  # device id -> the lock of its turn
 
 # OpenCL C names by element size, for take_axis, which only moves elements.
 _MOVE_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
@@ -86,8 +86,7 @@ def run_block(block, *chunks):
     with _lock:
         used_devices.add(dev.id)
     window = _assemble(axes, dict(zip(block.keys, chunks)), chunks[0].dtype)
-    # The Oclgrind simulator takes one thread's launches at a time.
-    with _simulator_lock if dev.simulator else contextlib.nullcontext():
+    with _device_turn(dev):
         if len(filters) == 1:
             # numpy in, numpy out: the library moves the window in and the block home itself
             # (in place on devices that share the host's memory, staged on the others)
@@ -96,6 +95,20 @@ def run_block(block, *chunks):
         else:
             out = _chain(filters, axes, window, dev)
     return out[tuple(plan.crop for plan, _ in axes[:out.ndim])]
+
+
+def _device_turn(dev):
+    """What a task holds while it uses ``dev``: on a CPU device (whose driver spreads each
+    kernel over every core) and on the Oclgrind simulator (which takes one thread's launches at
+    a time), the device alone; other threads meanwhile build their windows and store their
+    blocks.  Two tasks' kernels at once on one CPU only contend for its cores: 8192x8192 in
+    1024x1024 blocks, Gaussian sigma 4 on PoCL with 2 cores and dask's 2 threads, 0.79 s
+    without the turn, about 0.5 s with it.  GPUs overlap one task's transfers with another's
+    kernels, so there tasks share the device."""
+    if not (dev.simulator or dev.type == "cpu"):
+        return contextlib.nullcontext()
+    with _lock:
+        return _turns.setdefault(dev.id, threading.Lock())
 
 
 def _chain(filters, axes, window, dev):
