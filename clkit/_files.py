@@ -94,6 +94,9 @@ def make_cache_home_usable() -> None:
         return
     if _usable(fallback):
         os.environ["XDG_CACHE_HOME"] = str(fallback)
+        # PoCL, Intel's, AMD's and Mesa's compilers follow XDG_CACHE_HOME; NVIDIA's keeps its
+        # JIT cache in $HOME/.nv (and makes the home folder) unless told otherwise
+        os.environ.setdefault("CUDA_CACHE_PATH", str(fallback / "nv" / "ComputeCache"))
         warnings.warn(f"clkit: the cache folder {home} cannot be written; PoCL, pyopencl and "
                       f"clkit keep their caches in {fallback} in this process (set "
                       "XDG_CACHE_HOME to a writable folder to choose)", RuntimeWarning,
