@@ -27,7 +27,7 @@ from .._errors import BuildError, caller_outside_clkit
 from .._files import cache_home
 from .._platform import oclgrind as _oclgrind
 from .._platform.devices import Device
-from .._platform.runtime import runtime, simulator_in_use
+from .._platform.runtime import runtime, simulator_turn
 from . import cache as _cache
 from .signature import from_arg_info, query_arg_info, typedefs
 from .source import Source, library_dir
@@ -66,12 +66,6 @@ class Built:
         return list(self.signatures)
 
 
-# Oclgrind compiles with a clang of its own, which crashes the process when another driver's
-# compiler runs in another thread at the same time: while a simulator is in use (its runtime
-# exists before any band or lane thread starts), builds take turns.
-_one_at_a_time = threading.Lock()
-
-
 def build(source: Source, options: tuple, device: Device) -> Built:
     """The build of ``source`` with ``options`` for ``device``, compiled at most once per
     context (the device's runtime keeps it; a lost context's builds go with it, and the disk
@@ -83,11 +77,12 @@ def build(source: Source, options: tuple, device: Device) -> Built:
     if done is not None:
         return done
     lock = rt.memo(_compile).make(k, threading.Lock)  # one compile of each at a time
-    with lock:
+    # While a simulator is in use, builds take its turn (Oclgrind's clang crashes beside another
+    # compiler); the turn first, as a launch on the simulator that builds holds it already.
+    with simulator_turn(device if device.simulator else None), lock:
         done = builds.get(k)
         if done is None:
-            with _one_at_a_time if simulator_in_use() else contextlib.nullcontext():
-                done = _compile(source, options, rt)
+            done = _compile(source, options, rt)
             builds.make(k, lambda: Built(done.program, device, done.signatures, done.log,
                                          "memory", 0.0))
         return done

@@ -34,7 +34,8 @@ from .._memory import pools as _memory
 from .._memory.pinned import result_empty
 from .._memory.transfer import INPUT_ALIGN, aligned_empty
 from .._platform.devices import Device, check_process, default_device, select, select_many
-from .._platform.runtime import Runtime, runtime, runtime_of_array
+from .._platform.runtime import (Runtime, after, runtime, runtime_of_array, simulator_in_use,
+                                 simulator_turn)
 from . import bands as _bands
 from .checks import check_out, check_same_kind
 
@@ -188,8 +189,34 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
 
     Numpy inputs give a numpy result; device arrays give a device array, with
     no transfer when one device runs it.  ``on_device`` says which, for an
-    operation without inputs (from its ``out=``).
+    operation without inputs (from its ``out=``).  A call on the Oclgrind
+    simulator takes its turn and ends with its work there done
+    (:func:`clkit._platform.runtime.simulator_turn`).
     """
+    if simulator_in_use():
+        simulated = _simulated(device, inputs + [out])
+        if simulated:
+            with simulator_turn(simulated[0].device):
+                result = _run(op, inputs, out, device, on_device)
+                for rt in simulated:
+                    rt.queue.finish()
+            return result
+    return _run(op, inputs, out, device, on_device)
+
+
+def _simulated(device, arrays) -> list:
+    """The runtimes of the simulators a call with ``device=`` and these arrays runs on."""
+    if is_multi(device):
+        devices = select_many(device)
+    elif device is not None:
+        devices = [select(device)]
+    else:
+        homes = [runtime_of_array(a) for a in arrays if isinstance(a, Array)]
+        devices = [rt.device for rt in homes if rt is not None] or [default_device()]
+    return [runtime(d) for d in devices if d.simulator]
+
+
+def _run(op: Operation, inputs: list, out=None, device=None, on_device=None):
     name = op.name
     if on_device is None:
         on_device = check_same_kind(name, inputs) if inputs else False
@@ -199,10 +226,11 @@ def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
         # (several devices' speed probes compute bands into out before the bands themselves)
         if out is not None and _overlaps(out, inputs, op.elementwise and not multi):
             # the kernels would overwrite input they have yet to read: compute aside, then copy
-            result = run(op, inputs, None, device, on_device)
+            result = _run(op, inputs, None, device, on_device)
             if on_device:
-                _after(out.queue, result.queue)
-            out[...] = result
+                copy_into(out, result)
+            else:
+                out[...] = result
             return out
     if on_device and not multi:
         rt = _arrays_runtime(inputs + [out]) if device is None else None
@@ -280,32 +308,48 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
     srcs = [_memory.contiguous_device(x) for x in inputs]
     for x in srcs + [out]:
         if x is not None:
-            _after(rt.queue, x.queue)
+            after(rt.queue, x.queue)
     if op.gathers:
         if op.shape[0] == 0:
-            return tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
-                         for r in op.empty())
-        return _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, None)
+            results = tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
+                            for r in op.empty())
+        else:
+            results = _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, None)
+        _hold_foreign(rt, srcs)
+        return results
     direct = out is not None and out.offset == 0
     dst = out if direct else _memory.empty(rt, op.shape, op.dtype)
     if dst.size:
         _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, dst)
-    if out is not None:
-        _after(out.queue, rt.queue)
-        if not direct:
-            out[...] = dst  # (on out's queue)
-        return out
-    return dst
+    _hold_foreign(rt, srcs)
+    if out is None:
+        return dst
+    if not direct:
+        copy_into(out, dst)
+    else:
+        after(out.queue, rt.queue)
+    return out
 
 
-def _after(queue, other) -> None:
-    """Commands enqueued on ``queue`` from now on start after those already on ``other`` (of
-    the same context: an array of another is refused with its reason as the kernel is set).
-    An array made without a queue (``queue=None``) has no order to keep."""
-    if other is None or queue is None or other is queue:
+def copy_into(out, src) -> None:
+    """``out[...] = src`` on ``src``'s queue, after the work already enqueued on ``out``'s, and
+    what is enqueued later on ``out``'s queue runs after the copy: a pooled ``src`` goes back
+    to the pool of its own queue, whose order puts its reuse after the copy too."""
+    if out.queue is src.queue or out.queue is None:
+        out[...] = src
         return
-    if other.context == queue.context:
-        cl.enqueue_barrier(queue, wait_for=[cl.enqueue_marker(other)])
+    after(src.queue, out.queue)
+    out.with_queue(src.queue)[...] = src
+    after(out.queue, src.queue)
+
+
+def _hold_foreign(rt: Runtime, srcs) -> None:
+    """Keep the inputs that live on other queues than the call's until its work is done (one
+    of a pool of their queue would otherwise go back to it, and be written, while the call's
+    kernels still read it)."""
+    foreign = [x.base_data for x in srcs if x.queue is not rt.queue and x.queue is not None]
+    if foreign:
+        rt.in_use.keep(cl.enqueue_marker(rt.queue), *foreign)
 
 
 def _upload(rt: Runtime, host: np.ndarray, queue, align: int):

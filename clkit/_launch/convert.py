@@ -165,6 +165,9 @@ def _pointer_converter(bound, p):
             size = value.size
             if size % stride or launch._count is None:
                 count(size, launch)
+            if value.queue is not launch._queue and value.queue is not None:
+                # another queue's array: the launch keeps its order (Kernel.__call__)
+                launch._foreign = (launch._foreign or []) + [(value, writes)]
             if value.offset:
                 if value.offset % base_align:
                     raise ArgumentValueError(

@@ -28,8 +28,8 @@ from .._memory import transfer as _transfer
 from .._memory.array import _size
 from .._platform import oclgrind as _oclgrind
 from .._platform.devices import Device, check_process, default_device
-from .._platform.runtime import (Runtime, _by_queue, _runtimes, driver_error, runtime,
-                                 runtime_of_array, runtime_of_queue)
+from .._platform.runtime import (Runtime, _by_queue, _runtimes, _simulator_turn, after,
+                                 driver_error, runtime, runtime_of_array, runtime_of_queue)
 from .._trace import trace as _trace
 from .convert import STAGE, converter, copy_back
 from .work_sizes import check_local_memory, global_for, launch_error, local_for
@@ -87,7 +87,7 @@ class Launch:
     """
 
     __slots__ = ("kernel", "_rt", "_queue", "event", "_last", "_pending", "_ms", "_count",
-                 "_copies", "_in_place")
+                 "_copies", "_in_place", "_foreign")
 
     def __init__(self, kernel, rt, queue):
         self.kernel = kernel
@@ -105,6 +105,8 @@ class Launch:
         # the kernel uses in place, and whether it writes them (see _convert); None for a call
         # that returns before its kernel finishes
         self._in_place = None
+        # (device array, whether the kernel writes it) of each argument on another queue
+        self._foreign = None
 
     @property
     def device(self) -> Device:
@@ -350,6 +352,12 @@ class Kernel:
             rt = _runtimes.get(device.key)
         if rt is None or rt.lost is not None:
             rt = self._runtime(device, args, queue)
+        if rt.device.simulator and not _simulator_turn.held():
+            with _simulator_turn:  # (see clkit._platform.runtime.simulator_turn)
+                launch = _call(self, *args, global_size=global_size, local_size=local_size,
+                               device=rt.device, wait=True, queue=queue)
+                (queue or rt.queue).finish()
+            return launch
         bound = rt.memo(Kernel).get(id(self)) or self._bind(rt)
         if len(args) != len(bound.plan):
             names = ", ".join(p.declared for p in bound.params)
@@ -379,18 +387,18 @@ class Kernel:
                 arg = args[i]
                 if how is _BUFFER:
                     last = sent[i]
-                    if last is not _UNSET and last[0]() is arg and last[1] is own:
+                    if last is not _UNSET and last[0]() is arg and last[1] is queue:
                         if count is None:  # the array set last time, still alive: its buffer
                             count = last[2]  # is too, and the kernel holds it
                         continue
                     sent[i] = _UNSET
-                    if (type(arg) is _Array and arg.queue is own and arg.dtype is what
+                    if (type(arg) is _Array and arg.queue is queue and arg.dtype is what
                             and not arg.offset and arg.flags.forc):
                         size = arg.size
                         if count is None:
                             count = size
                         knl.set_arg(i, arg.base_data)
-                        sent[i] = (_weakref(arg), own, size)
+                        sent[i] = (_weakref(arg), queue, size)
                         continue
                 if how is _INT and type(arg) is int and what[0] <= arg <= what[1]:
                     if arg == sent[i]:
@@ -434,10 +442,16 @@ class Kernel:
                     bound.sizes = (global_size, local_size, gsize, lsize)
             if 0 in gsize:
                 return launch  # nothing to run: not pending, so nothing to wait for or copy back
+            foreign = launch._foreign
+            if foreign:  # after the work already on those arrays' queues
+                for q in {id(a.queue): a.queue for a, _ in foreign}.values():
+                    after(queue, q)
             try:
                 launch.event = launch._last = _enqueue(queue, knl, gsize, lsize)
             except cl.Error as exc:
                 raise launch_error(exc, bound, gsize, lsize) from exc
+        if foreign:
+            _order_after(rt, queue, launch.event, foreign)
         launch._in_place = None
         if t0:
             _trace.kernel(t0, launch, queue, args)
@@ -485,6 +499,20 @@ class Kernel:
         if bound.kernel is None:
             bound.kernel = weakref.finalize(self, bounds.drop, id(self))
         return bound
+
+
+_call = Kernel.__call__  # (the launch itself, inside the simulator's turn)
+
+
+def _order_after(rt: Runtime, queue, event, foreign) -> None:
+    """After a kernel on ``queue`` that uses device arrays of other queues: what is enqueued
+    later on the queue of an array it writes runs after it, as after a library call into
+    ``out=``, and each array's buffer stays alive until the kernel has ended (a pooled one
+    goes back to the pool of its own queue only then)."""
+    written = {id(a.queue): a.queue for a, writes in foreign if writes}
+    for q in written.values():
+        after(q, queue)
+    rt.in_use.keep(event, *(a.base_data for a, _ in foreign))
 
 
 def _working(rt: Runtime, what: str = "the queue") -> Runtime:

@@ -20,11 +20,12 @@ import queue as queue_module
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pyopencl.array as cl_array
 
-from .._errors import ArgumentTypeError
+from .._errors import ArgumentTypeError, ArgumentValueError
 from .._platform.devices import one_launch_at_a_time, select, select_many, turns
-from .._platform.runtime import Runtime, runtime, using_queue
+from .._platform.runtime import Runtime, runtime, simulator_turn, using_queue
 
 # A GPU overlaps three things: an upload, kernels, a download.  A CPU driver's kernels use
 # every core already; a second lane hides the host work between two images' kernels.
@@ -34,7 +35,8 @@ AHEAD = 2  # images read ahead per lane: one waiting for each lane that finishes
 _lane_queues_lock = threading.Lock()
 
 
-def map(function, images, *args, device=None, **kwargs):  # noqa: A001 (clkit.map is the name)
+def map(function, images, *args, device=None, in_flight=None,  # noqa: A001 (clkit.map)
+        **kwargs):
     """``function(image, *args, device=..., **kwargs)`` for every image, several at once.
 
     The images are processed in overlapping lanes, each with its own queue
@@ -45,7 +47,8 @@ def map(function, images, *args, device=None, **kwargs):  # noqa: A001 (clkit.ma
     runs in bounded memory.
 
     With images in pinned memory (:func:`clkit.pinned_empty`), uploads need
-    no host-side staging copy: keep a few pinned arrays and refill them.
+    no host-side staging copy: keep a few pinned arrays, refill them in
+    turn, and say how many with ``in_flight``.
 
     Parameters
     ----------
@@ -61,6 +64,14 @@ def map(function, images, *args, device=None, **kwargs):  # noqa: A001 (clkit.ma
     device : Device or str, optional
         Where to run: a spec, ``"all"`` (every device but the simulator) or
         a list of specs to spread the images over several devices.
+    in_flight : int, optional
+        At most this many images read from ``images`` whose results have not
+        been yielded yet.  By default twice the lanes: 6 per GPU, 4 per CPU
+        device.  A generator that refills ``K`` arrays in turn (reusing its
+        buffers) must pass ``in_flight=K``, or have ``K`` above that number:
+        otherwise it refills an array whose image is still being processed.
+        The next image is then read only once the image ``K`` places back is
+        done.
 
     Yields
     ------
@@ -91,8 +102,12 @@ def map(function, images, *args, device=None, **kwargs):  # noqa: A001 (clkit.ma
     except TypeError:
         raise ArgumentTypeError(f"map: images must be an iterable of arrays (a list, a "
                                 f"generator), not {type(images).__name__}") from None
+    if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(
+            in_flight, (int, np.integer)) or in_flight < 1):
+        raise ArgumentValueError(f"map: in_flight must be a whole number of at least 1 (the "
+                                 f"arrays a generator refills in turn), got {in_flight!r}")
     targets = _devices(device)
-    return _batch(function, source, args, kwargs, targets)
+    return _batch(function, source, args, kwargs, targets, in_flight)
 
 
 def _devices(device) -> list:
@@ -102,7 +117,7 @@ def _devices(device) -> list:
     return [select(device)]
 
 
-def _batch(function, source, args, kwargs, targets):
+def _batch(function, source, args, kwargs, targets, in_flight=None):
     rts = [runtime(d) for d in targets]
     if any(d.simulator for d in targets):
         # Oclgrind runs one kernel at a time and only from the thread that made its context.
@@ -128,13 +143,14 @@ def _batch(function, source, args, kwargs, targets):
         return _call(function, index, image, args, kwargs, rt, q, together)
 
     window = collections.deque()
+    most = count * AHEAD if in_flight is None else min(count * AHEAD, in_flight)
     failure = None
     numbered = _numbered(source)
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="clkit-map",
                             initializer=claim) as pool:
         try:
             while True:
-                while failure is None and len(window) < count * AHEAD:
+                while failure is None and len(window) < most:
                     try:
                         index, image = next(numbered)
                     except StopIteration:
@@ -170,21 +186,23 @@ def _numbered(source):
 def _serial(function, source, args, kwargs, rts):
     for index, image in _numbered(source):
         rt = rts[index % len(rts)]
-        yield _call(function, index, image, args, kwargs, rt, rt.own_queue)
+        yield _call(function, index, image, args, kwargs, rt, rt.queue)
 
 
 def _call(function, index, image, args, kwargs, rt: Runtime, q,
           together=contextlib.nullcontext()):
     if isinstance(image, cl_array.Array):
-        image.queue.finish()  # made on another queue: its data must be there before this lane reads
+        with simulator_turn(rt.device):
+            image.queue.finish()  # made on another queue: its data must be there before this lane reads
     try:
         with together, using_queue(rt, q):
             result = function(image, *args, device=rt.device, **kwargs)
-            q.finish()
+            with simulator_turn(rt.device):
+                q.finish()
     except Exception as exc:
         _at(exc, index)
         raise
-    if isinstance(result, cl_array.Array) and result.queue is q:
+    if isinstance(result, cl_array.Array) and result.queue is q and not rt.device.simulator:
         result = result.with_queue(rt.own_queue)  # later work on it follows the runtime's order
     return result
 

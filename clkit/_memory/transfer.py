@@ -27,7 +27,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .._errors import ArgumentTypeError
-from .._platform.runtime import driver_error, runtime, runtime_of_array
+from .._platform.runtime import (_simulator_turn, driver_error, runtime, runtime_of_array,
+                                 simulator_turn)
 from .._trace import trace as _trace
 from .array import _converting, _size, byte_span, check_alloc, wrap
 from .pinned import pinned_context
@@ -268,9 +269,10 @@ def to_device(array, device=None) -> cl_array.Array:
     check_alloc(rt, host.nbytes, "to_device")
     out = _converting(lambda: cl_array.empty(rt.queue, host.shape, host.dtype), rt,
                       host.nbytes, "to_device")
-    upload(rt, host, out=out)
-    if host.nbytes and not rt.device.unified_memory:
-        rt.queue.finish()  # the data is there, as after a blocking copy
+    with simulator_turn(rt.device):
+        upload(rt, host, out=out)
+        if host.nbytes and not rt.device.unified_memory:
+            rt.queue.finish()  # the data is there, as after a blocking copy
     return out
 
 
@@ -296,6 +298,9 @@ def upload(rt, host: np.ndarray, queue=None, *, out=None, align: int = INPUT_ALI
     (``host`` must stay unchanged until the queue's work has finished).
     """
     queue = queue or rt.queue
+    if rt.device.simulator and not _simulator_turn.held():
+        with _simulator_turn:  # (a blocking copy runs the queue's kernels: see simulator_turn)
+            return upload(rt, host, queue, out=out, align=align)
     host = np.asarray(host, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
     if out is None:
         check_alloc(rt, host.nbytes, "upload")
@@ -336,6 +341,9 @@ def download(rt, arr, host: np.ndarray | None = None) -> np.ndarray:
         host = np.empty(arr.shape, arr.dtype)
     if arr.size == 0:
         return host
+    if rt.device.simulator and not _simulator_turn.held():
+        with _simulator_turn:  # (a blocking copy runs the queue's kernels: see simulator_turn)
+            return download(rt, arr, host)
     queue = arr.queue
     if getattr(arr, "host_ref", None) is host:
         t0 = _trace.active and _trace.clock()

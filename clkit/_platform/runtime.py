@@ -66,6 +66,7 @@ class Runtime:
         self.context = cl.Context([device.cl_device])
         self.own_queue = self.new_queue()
         self.lost: str | None = None
+        self.in_use = InUse()
         self._held = Memo()  # owner -> what it keeps in this context (see held)
 
     def held(self, owner, make):
@@ -124,6 +125,121 @@ class Runtime:
         return f"<clkit.Runtime {self.device}{' (lost)' if self.lost else ''}>"
 
 
+class _SimulatorRuntime(Runtime):
+    """The Oclgrind simulator's runtime: each thread has a queue of its own.
+
+    Oclgrind runs a queue's commands in the thread that waits for them (a
+    finish, a wait, a blocking copy such as ``array.get()``): with one queue
+    for all, one thread's ``get()`` would run the kernels another thread has
+    just enqueued, beside that thread's own wait for them.
+    """
+
+    def __init__(self, device: Device):
+        super().__init__(device)
+        self._threads = threading.local()
+        self._threads.queue = self.own_queue
+
+    @property
+    def queue(self) -> cl.CommandQueue:
+        lane = _lane.get()
+        if lane is not None and lane[0] is self:
+            return lane[1]
+        q = getattr(self._threads, "queue", None)
+        if q is None:
+            q = self._threads.queue = self.new_queue()
+            with _lock:
+                _by_queue[id(q)] = self
+        return q
+
+
+class InUse:
+    """Memory that commands of another queue than its own may still use, kept until they end.
+
+    A pooled buffer goes back to the pool of its queue when its last array is
+    dropped, and that queue's next allocation may take it at once: safe for
+    the queue's own commands, which run in order, but not for a kernel on
+    another queue that still reads it.  Whatever clkit enqueues on a queue
+    other than an array's own keeps the array's buffer here, with the
+    command's event, until the event has completed (a block freed with the
+    events of the queues that still use it, reused only after them).
+    """
+
+    def __init__(self):
+        self._kept: list = []  # (event, objects)
+        self._lock = threading.Lock()
+
+    def keep(self, event, *objects) -> None:
+        """Keep ``objects`` alive until ``event`` has completed."""
+        with self._lock:
+            self._sweep()
+            self._kept.append((event, objects))
+
+    def sweep(self) -> None:
+        """Let go of what completed commands held."""
+        if self._kept:
+            with self._lock:
+                self._sweep()
+
+    def _sweep(self) -> None:
+        self._kept = [item for item in self._kept if not _completed(item[0])]
+
+    def __len__(self):
+        return len(self._kept)
+
+
+def _completed(event) -> bool:
+    try:
+        return event.command_execution_status <= cl.command_execution_status.COMPLETE
+    except cl.Error:  # (a lost context: nothing of it runs any more)
+        return True
+
+
+def after(queue, other) -> None:
+    """Commands enqueued on ``queue`` from now on start after those already on ``other`` (of
+    the same context: an array of another is refused with its reason as the kernel is set).
+    An array made without a queue (``queue=None``) has no order to keep."""
+    if other is None or queue is None or other is queue:
+        return
+    if other.context == queue.context:
+        cl.enqueue_barrier(queue, wait_for=[cl.enqueue_marker(other)])
+
+
+# The Oclgrind simulator runs one kernel at a time in a process, in whichever thread waits for
+# it (a finish, a wait, a blocking copy), and aborts when two threads run kernels at once
+# (Oclgrind 21.10: "Assertion `m_kernelInvocation == NULL'"); its compiler, a clang of its
+# own, crashes the process when another driver's compiler runs at the same time.  Every use of
+# it takes this turn, and leaves nothing queued for another thread's wait to run.
+class _Turn:
+    """A re-entrant lock that tells whether this thread holds it."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._mine = threading.local()
+
+    def __enter__(self):
+        self._lock.acquire()
+        self._mine.depth = getattr(self._mine, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        self._mine.depth -= 1
+        self._lock.release()
+
+    def held(self) -> bool:
+        return getattr(self._mine, "depth", 0) > 0
+
+
+_simulator_turn = _Turn()
+
+
+def simulator_turn(device=None):
+    """The process-wide turn on the simulator, for work on ``device`` (any device's builds when
+    None, while a simulator is in use); a no-op context for others."""
+    if (device.simulator if device is not None else simulator_in_use()):
+        return _simulator_turn
+    return contextlib.nullcontext()
+
+
 _lock = threading.Lock()
 _runtimes: dict[int, Runtime] = {}  # Device.key -> its working runtime
 _by_queue: dict[int, Runtime] = {}  # id() of a runtime's queue -> the runtime (lost ones too)
@@ -179,7 +295,7 @@ def _start(dev: Device) -> Runtime:
         raise LaunchError(_dead[dev.key], device=dev, context_lost=True)
     before = _losses.get(dev.key)
     try:
-        rt = Runtime(dev)
+        rt = _SimulatorRuntime(dev) if dev.simulator else Runtime(dev)
         works = before is None or rt.responds()
         failure = "it does not answer"
     except cl.Error as exc:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._engine.checks import is_device_array, require_fp64
-from .._engine.dispatch import _after, home_device
+from .._engine.dispatch import copy_into, home_device
 from .._engine.passes import Work, raw
 from .._memory import pools as _memory
 from .._memory import transfer as _transfer
 from .._memory.transfer import aligned_empty
-from .._platform.runtime import runtime, runtime_of_array
+from .._platform.runtime import after, runtime, runtime_of_array
 from ._support import DTYPES, output_dtype
 
 
@@ -59,7 +59,7 @@ class Job(Work):
         """The input on the device, C-contiguous (bool as its bytes)."""
         x = self.input
         if self.on_device:
-            _after(self.queue, x.queue)
+            after(self.queue, x.queue)
             x = _memory.contiguous_device(x)
         else:
             x = _transfer.upload(self.rt, np.ascontiguousarray(x), self.queue)
@@ -89,8 +89,7 @@ class Job(Work):
         if self.on_device:
             if self.target is None:
                 return result
-            _after(self.target.queue, self.queue)
-            self.target[...] = result
+            copy_into(self.target, result)  # (on this queue; the target's waits for it)
             return self.target
         host = _transfer.download(self.rt, result, getattr(self, "_host", None))
         if self.target is None or host is self.target:

@@ -16,6 +16,9 @@ from _reference import reporting
 def test_a_dropped_constant_is_still_read_right_by_queued_work(device):
     # Nothing on the runtime's queue runs until the gate opens: the call that reads the
     # constant is queued, then every reference to the constant goes and its memory is reused.
+    if device.simulator:
+        pytest.skip("a call on the simulator returns with its work done (threads take turns "
+                    "there), so no work stays queued behind a gate")
     rt = clkit.runtime(device)
     gate = cl.UserEvent(rt.context)
     try:
