@@ -305,30 +305,34 @@ def _run_on_device(op: Operation, rt: Runtime, inputs: list, out):
     already enqueued on the arrays' own queues, and work enqueued later on ``out``'s queue
     runs after it: each array's queue is its order, as in pyopencl.
     """
+    queue = rt.queue
     srcs = [_memory.contiguous_device(x) for x in inputs]
-    for x in srcs + [out]:
-        if x is not None:
-            after(rt.queue, x.queue)
+    foreign = [x for x in srcs if x.queue is not queue and x.queue is not None]
+    for x in foreign:
+        after(queue, x.queue)
+    if out is not None:
+        after(queue, out.queue)
     if op.gathers:
         if op.shape[0] == 0:
             results = tuple(_transfer.upload(rt, r, out=_memory.empty(rt, r.shape, r.dtype))
                             for r in op.empty())
         else:
-            results = _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, None)
-        _hold_foreign(rt, srcs)
-        return results
-    direct = out is not None and out.offset == 0
-    dst = out if direct else _memory.empty(rt, op.shape, op.dtype)
-    if dst.size:
-        _plan(op, rt, 0, op.shape[0])[1](rt.queue, srcs, dst)
-    _hold_foreign(rt, srcs)
-    if out is None:
-        return dst
-    if not direct:
-        copy_into(out, dst)
+            results = _plan(op, rt, 0, op.shape[0])[1](queue, srcs, None)
     else:
-        after(out.queue, rt.queue)
-    return out
+        direct = out is not None and out.offset == 0
+        results = out if direct else _memory.empty(rt, op.shape, op.dtype)
+        if results.size:
+            _plan(op, rt, 0, op.shape[0])[1](queue, srcs, results)
+        if out is not None and not direct:
+            copy_into(out, results)
+            results = out
+        elif out is not None:
+            after(out.queue, queue)
+    if foreign:
+        # an input of another queue's pool would go back to it, and be written there, while
+        # these kernels still read it: each stays until they are done
+        rt.in_use.keep(cl.enqueue_marker(queue), *(x.base_data for x in foreign))
+    return results
 
 
 def copy_into(out, src) -> None:
@@ -341,15 +345,6 @@ def copy_into(out, src) -> None:
     after(src.queue, out.queue)
     out.with_queue(src.queue)[...] = src
     after(out.queue, src.queue)
-
-
-def _hold_foreign(rt: Runtime, srcs) -> None:
-    """Keep the inputs that live on other queues than the call's until its work is done (one
-    of a pool of their queue would otherwise go back to it, and be written, while the call's
-    kernels still read it)."""
-    foreign = [x.base_data for x in srcs if x.queue is not rt.queue and x.queue is not None]
-    if foreign:
-        rt.in_use.keep(cl.enqueue_marker(rt.queue), *foreign)
 
 
 def _upload(rt: Runtime, host: np.ndarray, queue, align: int):

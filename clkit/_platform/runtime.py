@@ -309,6 +309,9 @@ def _start(dev: Device) -> Runtime:
         raise LaunchError(_dead[dev.key], device=dev, context_lost=True)
     _runtimes[dev.key] = rt
     _by_queue[id(rt.own_queue)] = rt
+    if dev.simulator:
+        global _simulating
+        _simulating = True
     return rt
 
 
@@ -324,9 +327,13 @@ def drop_held() -> None:
         rt.drop_held()
 
 
+_simulating = False  # whether a runtime on the simulator was made in this process
+
+
 def simulator_in_use() -> bool:
-    """Whether this process has a runtime on the Oclgrind simulator."""
-    return any(rt.device.simulator for rt in list(_runtimes.values()))
+    """Whether this process has made a runtime on the Oclgrind simulator (asked by every
+    library call: a flag)."""
+    return _simulating
 
 
 @contextlib.contextmanager
