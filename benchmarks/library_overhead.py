@@ -53,7 +53,7 @@ def capture(call):
 
     Kernel.__call__ = spy
     try:
-        with recording():  # a recorded call goes through Kernel.__call__ (clkit/_launch/prepared.py)
+        with recording():  # a recorded call goes through Kernel.__call__ (clkit/_launch/kernel.py)
             call()
     finally:
         Kernel.__call__ = original

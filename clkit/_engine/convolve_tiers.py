@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from .._build import build as _build, tiers as _tiers
-from .._launch.prepared import Prepared
+from .._launch.kernel import Prepared
 from .._memory import transfer as _transfer
 from .._platform.runtime import runtime
 from .dispatch import TYPE_CODES, program, round_up
@@ -25,7 +25,7 @@ class Specialised:
     """The passes of a filter through its specialised build (convolution_cpu.cl, convolution_gpu.cl).
 
     Each pass method returns ``launch(queue, src, dst)`` with every other argument fixed (a
-    :class:`~clkit._launch.prepared.Prepared` launch: the plan's kernels cost an enqueue a call).
+    :class:`~clkit._launch.kernel.Prepared` launch: the plan's kernels cost an enqueue a call).
     """
 
     def __init__(self, prg, geometry):

@@ -7,12 +7,25 @@ enqueues it.  Device arrays and plain numbers take a short path that skips
 the general converters; by-value arguments equal to the previous call's are
 not set again (the kernel keeps them), since on CPU drivers setting an
 argument can cost as much as the enqueue itself.
+
+Every work size is checked before the driver sees it (a driver may abort the
+process rather than refuse a launch it cannot run: PoCL with more work-items
+than its ``size_t`` counts, or more local memory than it has), with a
+message that says what to pass instead.
+
+The library's plans launch the same kernel with the same masks, row maps and
+work sizes call after call, only the buffers changing: a :class:`Prepared`
+launch runs its first call through :meth:`Kernel.__call__`, with every
+check, and then, from a kernel object of its own that the bound kernel set
+up with the fixed arguments (:meth:`_Bound.prepare`), only sets the buffers
+and enqueues, as a hand-written pyopencl program does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import struct
 import threading
 import weakref
@@ -31,10 +44,10 @@ from .._platform.devices import Device, check_process, default_device
 from .._platform.runtime import (Runtime, _by_queue, _runtimes, _simulator_turn, after,
                                  driver_error, runtime, runtime_of_array, runtime_of_queue)
 from .._trace import trace as _trace
-from .convert import STAGE, converter, copy_back
-from .work_sizes import check_local_memory, global_for, launch_error, local_for
+from .convert import STAGE, LocalMemory, converter, copy_back
 
 _Array = cl_array.Array
+_Buffer = cl.MemoryObjectHolder
 _enqueue = cl.enqueue_nd_range_kernel  # the one place kernels are enqueued (Kernel.__call__)
 
 _recording: contextvars.ContextVar = contextvars.ContextVar("clkit_recording", default=None)
@@ -182,13 +195,15 @@ class _Bound:
     reference keeps no memory alive).
     """
 
-    __slots__ = ("name", "device", "rt", "knl", "lock", "params", "plan", "sent", "max_group",
-                 "required", "max_items", "local_args", "local_room", "sizes", "kernel")
+    __slots__ = ("name", "device", "rt", "program", "knl", "lock", "params", "plan", "sent",
+                 "max_group", "required", "max_items", "local_args", "local_room", "sizes",
+                 "kernel")
 
     def __init__(self, name: str, rt: Runtime, built):
         self.name = name
         self.device = rt.device
         self.rt = rt
+        self.program = built.program
         self.knl = cl.Kernel(built.program, name)
         self.kernel = None  # the finalizer that drops this when its Kernel goes
         self.lock = threading.Lock()  # clSetKernelArg is not thread-safe on one kernel object
@@ -221,6 +236,30 @@ class _Bound:
 
     def where(self, param: Param) -> str:
         return f"kernel {self.name}, parameter {param.name!r} ({param.declared})"
+
+    def prepare(self, args, global_size, local_size):
+        """A launch of ``args`` made again and again, only the ``None`` slots changing (buffers):
+        ``(a kernel object of its own with the other arguments set, the element type of each
+        slot, global size, local size)``; None where an argument is not a device array or a
+        number the short path takes.  Called after a checked call of the same arguments."""
+        gsize = sizes(global_size, "global_size", self.name)
+        lsize = local_for(self, gsize, local_size)
+        knl = cl.Kernel(self.program, self.name)
+        dtypes = []
+        for (i, how, what, pack, _), arg in zip(self.plan, args):
+            if arg is None:
+                if how is not _BUFFER:
+                    return None
+                dtypes.append(what)
+            elif how is _BUFFER and type(arg) is _Array and arg.dtype is what \
+                    and not arg.offset and arg.flags.forc:
+                knl.set_arg(i, arg.base_data)
+            elif (how is _INT and type(arg) is int and what[0] <= arg <= what[1]) or \
+                    (how is _FLOAT and type(arg) is float and -what <= arg <= what):
+                knl.set_arg(i, pack(arg))
+            else:
+                return None
+        return knl, tuple(dtypes), None if 0 in gsize else gsize, lsize
 
 
 _UNSET = object()
@@ -521,3 +560,160 @@ def _working(rt: Runtime, what: str = "the queue") -> Runtime:
         check_process()  # a forked child: say so rather than blame the context
         raise rt.gone(what)
     return rt
+
+
+class Prepared:
+    """The launch of ``program``'s kernel ``name`` on ``rt`` with ``args``; a call passes the
+    buffers at the ``None`` slots.  Nothing is built before the first call.
+
+    ``prepared(queue, *buffers)`` enqueues on ``queue`` (one of ``rt``'s
+    context) and returns without waiting; a buffer is a C-contiguous device
+    array (as :mod:`clkit._engine.dispatch` passes them) or a pyopencl buffer
+    (scratch memory).  The first call, every call inside :func:`clkit.trace`
+    or :func:`recording`, and any call whose buffers are not plain device
+    arrays of the declared element type go through :meth:`Kernel.__call__`,
+    with all its checks, hooks and messages.
+    """
+
+    __slots__ = ("program", "name", "kernel", "rt", "args", "slots", "sizes", "own", "lock")
+
+    def __init__(self, program, name: str, rt: Runtime, args, global_size, local_size):
+        self.program, self.name = program, name
+        self.kernel = None  # the Kernel, looked up at the first call (which may build it)
+        self.rt = rt
+        self.args = tuple(args)
+        self.slots = tuple(i for i, a in enumerate(self.args) if a is None)
+        self.sizes = dict(global_size=global_size, local_size=local_size, device=rt.device,
+                          wait=False)
+        # (bound kernel, _Bound.prepare's kernel object, element types, global size, local
+        # size) once a call has checked the arguments; False where they cannot be kept
+        self.own = None
+        self.lock = threading.Lock()  # the kernel object's arguments are shared by threads
+
+    def __call__(self, queue, *buffers):
+        own = self.own
+        if own and not _trace.active and _recording.get() is None and self.rt.lost is None:
+            bound, knl, dtypes, gsize, lsize = own
+            with self.lock:
+                for i, dtype, b in zip(self.slots, dtypes, buffers):
+                    if type(b) is _Array:  # contiguous: the dispatch layer sees to it
+                        if b.offset or (b.dtype is not dtype and dtype is not None):
+                            break
+                        knl.set_arg(i, b.base_data)
+                    elif isinstance(b, _Buffer):  # scratch memory, a pooled allocation
+                        knl.set_arg(i, b)
+                    else:
+                        break
+                else:
+                    if gsize is None:
+                        return None  # no work-items: nothing to enqueue
+                    try:
+                        return _enqueue(queue, knl, gsize, lsize)
+                    except cl.Error as exc:
+                        raise launch_error(exc, bound, gsize, lsize) from exc
+        args = list(self.args)
+        for i, b in zip(self.slots, buffers):
+            args[i] = b
+        if self.kernel is None:
+            self.kernel = self.program.kernel(self.name)
+        launch = self.kernel(*args, queue=queue, **self.sizes)
+        if own is None:
+            bound = self.kernel.bound(self.rt)
+            fixed = None if launch._copies else bound.prepare(
+                self.args, self.sizes["global_size"], self.sizes["local_size"])
+            self.own = (bound, *fixed) if fixed else False
+        return launch.event
+
+
+# -- work sizes ------------------------------------------------------------------------------
+
+def global_for(bound, global_size) -> tuple:
+    """``global_size`` checked: 1 to 3 sizes whose work-items the device's ``size_t`` counts."""
+    gsize = sizes(global_size, "global_size", bound.name)
+    if math.prod(gsize) >= bound.max_items:
+        raise ArgumentValueError(
+            f"kernel {bound.name}: global_size {gsize} is {math.prod(gsize):,} work-items, more "
+            f"than {bound.device} counts (its size_t has {bound.max_items.bit_length() - 1} "
+            "bits)")
+    return gsize
+
+
+def sizes(value, what: str, kernel: str) -> tuple:
+    if isinstance(value, (int, np.integer)):
+        sizes = (value,)
+    else:
+        try:
+            sizes = tuple(value)
+        except TypeError:
+            sizes = ()
+    if not 1 <= len(sizes) <= 3 or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
+            for s in sizes):
+        raise ArgumentValueError(f"kernel {kernel}: {what} must be a non-negative int or a tuple "
+                                 f"of 1 to 3 of them, got {value!r}")
+    return tuple(int(s) for s in sizes)
+
+
+def local_for(bound, gsize: tuple, local_size) -> tuple | None:
+    """The checked local size of a launch: ``local_size``, else the kernel's required one, else
+    None (the driver's choice)."""
+    if local_size is None and bound.required:
+        local_size = _required_local(bound.required, len(gsize))
+    return None if local_size is None else _check_local(bound, gsize, local_size)
+
+
+def _required_local(required: tuple, dims: int) -> tuple:
+    """A ``reqd_work_group_size`` as the local size of a launch of ``dims`` dimensions (all
+    three when a dimension beyond them is not 1, which the launch then refuses)."""
+    return required[:dims] if all(n == 1 for n in required[dims:]) else required
+
+
+def _check_local(bound, gsize: tuple, local_size) -> tuple:
+    lsize = sizes(local_size, "local_size", bound.name)
+    if bound.required and lsize != _required_local(bound.required, len(lsize)):
+        raise ArgumentValueError(f"kernel {bound.name}: its reqd_work_group_size "
+                                 f"{bound.required} is the only local_size it runs with; pass "
+                                 f"that, or none, not {lsize}")
+    if len(lsize) != len(gsize):
+        raise ArgumentValueError(f"kernel {bound.name}: local_size {lsize} and global_size "
+                                 f"{gsize} have different numbers of dimensions")
+    for dim, (g, l, most) in enumerate(zip(gsize, lsize, bound.device.max_work_item_sizes)):
+        if l == 0:
+            raise ArgumentValueError(f"kernel {bound.name}: local_size {lsize} has a 0 in "
+                                     f"dimension {dim}; every size must be at least 1")
+        if g % l:
+            up = -(-g // l) * l
+            raise ArgumentValueError(
+                f"kernel {bound.name}: global_size {g} is not a multiple of local_size {l} in "
+                f"dimension {dim}; round global_size up (to {up}) and skip the extra work-items "
+                "in the kernel")
+        if l > most:
+            raise ArgumentValueError(f"kernel {bound.name}: local_size {l} in dimension {dim} is "
+                                     f"over the device's limit {most} ({bound.device})")
+    if math.prod(lsize) > bound.max_group:
+        raise ArgumentValueError(
+            f"kernel {bound.name}: a work-group of {math.prod(lsize)} work-items is over this "
+            f"kernel's limit of {bound.max_group} on {bound.device}")
+    return lsize
+
+
+def check_local_memory(bound, args: tuple):
+    # Before any argument is set: PoCL aborts setting one beyond the device's local memory.
+    asked = sum(a.nbytes if isinstance(a, LocalMemory) else a.size
+                for a in (args[i] for i in bound.local_args)
+                if isinstance(a, (LocalMemory, cl.LocalMemory)))
+    if asked > bound.local_room:
+        raise ArgumentValueError(
+            f"kernel {bound.name}: its __local arguments ask for {_size(asked)} per work-group, "
+            f"and {bound.device} has {_size(max(bound.local_room, 0))} of local memory left for "
+            "them (beside the kernel's own __local variables); pass smaller LocalMemory sizes")
+
+
+def launch_error(exc, bound, gsize, lsize) -> Exception:
+    code = getattr(exc, "code", None)
+    if code in (cl.status_code.INVALID_WORK_GROUP_SIZE, cl.status_code.INVALID_WORK_ITEM_SIZE,
+                cl.status_code.INVALID_GLOBAL_WORK_SIZE):
+        return ArgumentValueError(f"kernel {bound.name} on {bound.device}: the driver refuses "
+                                  f"global_size {gsize} with local_size {lsize} ({exc})")
+    return driver_error(exc, bound.rt, f"kernel {bound.name}", kernel=bound.name,
+                        advice="use smaller inputs or fewer work-items per group")

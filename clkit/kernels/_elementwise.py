@@ -13,7 +13,7 @@ import numpy as np
 from .._engine.checks import array, check_dtype, check_out, is_device_array, require_fp64
 from .._engine.dispatch import CL_TYPES, TYPE_CODES, Operation, program, round_up, run
 from .._errors import ArgumentTypeError, ArgumentValueError
-from .._launch.prepared import Prepared
+from .._launch.kernel import Prepared
 
 GROUP = 256  # work-group size of the element-wise kernels: valid everywhere, full warps on GPUs
 PER_CPU = 8  # 16-byte vectors per work-item on CPUs (vector_add.cl's PER)

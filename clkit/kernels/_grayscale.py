@@ -7,7 +7,7 @@ import numpy as np
 from .._engine.checks import array, check_dtype, check_ndim
 from .._engine.dispatch import CL_TYPES, Operation, program, round_up, run
 from .._errors import ArgumentTypeError, ArgumentValueError
-from .._launch.prepared import Prepared
+from .._launch.kernel import Prepared
 
 GROUP = 256  # GPU work-group: full warps, a warp reading contiguous spans
 #: The R, G, B weights of ITU-R BT.601 (what ``cv2.COLOR_RGB2GRAY`` uses) and BT.709.

@@ -9,7 +9,7 @@ import pytest
 
 import clkit
 from clkit._launch import kernel as _launch
-from clkit._launch.prepared import Prepared
+from clkit._launch.kernel import Prepared
 from clkit.kernels import convolve, gaussian_blur, grayscale, vector_add
 
 from _reference import (SAXPY, assert_close_scaled, convolve_reference, filter_ulps,
