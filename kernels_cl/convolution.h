@@ -188,8 +188,8 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
  * vector pointers, and other rows go element by element, folded. ROW_ALIGNED 0 is the build for
  * rows of other lengths: vectors at any element, each read and written as 4 elements, or in
  * runs read from the aligned vectors they lie in, shifted (shifted4). Either is right for any
- * row; the host builds the one its image's rows want (an H200, 7681x4320 float32: a sigma-2
- * Gaussian 0.20 ms with ROW_ALIGNED 0 reading 4 elements a vector, 0.47 with 1). */
+ * row; the host builds the one its image's rows want (on a GPU, ROW_ALIGNED 0 for rows of
+ * other lengths is the faster by half). */
 #ifndef ROW_ALIGNED
 #define ROW_ALIGNED 1
 #endif
@@ -232,12 +232,11 @@ CLK_INLINE float4 next_shifted4(__global const SRC_T* aligned, const int b, cons
 #else
 #define ROW_VECTORS(rowlen) 1
 /* Elements past a span of vectors that its shifted loads read (ROW_ALIGNED 0: a run of vectors
- * from the aligned ones they lie in, each load serving two; see convolution_streamed.h): they
- * must lie in the row. */
+ * from the aligned ones they lie in, each load serving two; see convolution_gpu.cl's row pass):
+ * they must lie in the row. */
 #define ROW_SLACK 4
 /* One vector alone: 4 loads of one element (two aligned loads shifted made the 2-D kernel's
- * tiles slower on an H200, 7681x4320: 5x5 0.112-0.113 ms against 0.109-0.111, 9x9 0.170-0.173
- * against 0.158-0.160) */
+ * tiles slower on a GPU) */
 #define LOAD_ROW4(p) (float4)((float)(p)[0], (float)(p)[1], (float)(p)[2], (float)(p)[3])
 #define STORE_ROW4(p, v) vstore4((v), 0, (p))
 #endif

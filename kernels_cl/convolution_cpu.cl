@@ -19,10 +19,8 @@
  * of masks up to MAX_UNROLL taps (MAX_UNROLL_1D for one row or column) are fully unrolled
  * (PoCL unrolls nothing by itself), so that blocks, shifts and accumulators are compile-time
  * constants held in registers; larger masks keep their rows rolled and use unaligned loads. The
- * separable passes count their own taps (KW, KH), not KH * KW. Measured on PoCL 3.1 (AVX-512),
- * 3840x2160 float32: unrolling a 9x9 mask takes 13.5 ms against 19-23 rolled, but a Gaussian's
- * passes of 81 taps take 39 ms unrolled against 33 rolled (241 taps: 154 against 89, and 9 s of
- * build against 1.5 s; some sizes, 239 and 243 taps, still take 7 s to build rolled).
+ * separable passes count their own taps (KW, KH), not KH * KW. On PoCL, unrolling pays for 2-D
+ * masks up to 9x9, but not for passes of many taps, which then also take seconds to build.
  *
  * The first and last runs of a row, and constant-mode rows outside the image, copy the folded
  * source span of each mask row into a private buffer and run the taps on that.

@@ -23,23 +23,19 @@
  * at a time (one load serves up to 16 taps), and its column pass reads and writes float4s;
  * near the ends each of the 4 is summed on its own. In rows of a multiple of 4 elements these
  * accesses start on whole vectors, and go through vector pointers to say so: vload4 and vstore4
- * promise only an element's alignment, and cost more on NVIDIA's compiler (a 7680x4320 image
- * on an H200, bit-equal results: sigma 2 0.183 ms with vload4/vstore4, 0.144 ms with float4
- * pointers; sigma 5 0.436 against 0.282 ms). Builds for rows of other lengths read the
+ * promise only an element's alignment, and cost more on NVIDIA's compiler (with bit-equal
+ * results). Builds for rows of other lengths read the
  * vectors from aligned loads shifted, and write them element by element (ROW_ALIGNED 0, see
  * convolution.h).
  *
  * With VEC4 the row pass may give each work-item ROW_EPI (a multiple of 4) adjacent elements of a
  * row of the intermediate, which it sums from one span of source vectors: 8 elements of a 17-tap
  * row load 6 vectors where 4 load 5, so the loads that feed the multiply-adds fall by two
- * fifths (an H200, float32 sigma 2: 0.121 ms against 0.135); longer spans take more registers.
- *
- * With VEC4 and STREAM, each work-item streams its own rows through registers instead, with no
- * local memory (see that kernel below).
+ * fifths; longer spans take more registers.
  *
  * Build-time defines: those of convolution.h, and LX, LY, PY, VEC4, ROW_EPI (default 4 with
- * VEC4), STREAM (default 0) (without STREAM, the host checks that the local memory holds
- * (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1) elements of ACC_T).
+ * VEC4) (the host checks that the local memory holds (LY * PY + KH - 1) * LX * (VEC4 ? 4 : 1)
+ * elements of ACC_T).
  */
 #include "convolution.h"
 
@@ -54,12 +50,6 @@
 #endif
 #ifndef VEC4
 #define VEC4 0
-#endif
-#ifndef STREAM
-#define STREAM 0
-#endif
-#if STREAM && !VEC4
-#error "STREAM sums 4 row elements per work-item in float4s: it takes VEC4"
 #endif
 #define EPI (VEC4 ? 4 : 1)     /* row elements per work-item */
 #define EW (LX * EPI)          /* row elements per work-group */
@@ -106,12 +96,11 @@ CLK_INLINE ACC_T row_element(__global const SRC_T* src, MASK_SPACE const ACC_T* 
 
 #if VEC4
 /* The RNV source vectors of a row-pass span from s, its first element, into v. In rows of other
- * lengths (see convolution.h) the tiles' row pass reads them from aligned loads, each serving
- * two vectors; STREAM reads each vector as 4 elements (Oclgrind 21.10 crashed running STREAM
- * with the shifted loads). */
+ * lengths (see convolution.h) the row pass reads them from aligned loads, each serving two
+ * vectors. */
 CLK_INLINE void load_span(float v[4 * RNV], __global const SRC_T* s)
 {
-#if ROW_ALIGNED || STREAM
+#if ROW_ALIGNED
 #pragma unroll
     for (int i = 0; i < RNV; i++)
         vstore4(LOAD_ROW4(s + 4 * i), i, v);
@@ -140,62 +129,6 @@ CLK_INLINE float4 span_row4(const float v[4 * RNV], MASK_SPACE const ACC_T* row,
     return acc;
 }
 #endif /* VEC4 */
-
-#if STREAM
-/*
- * STREAM (with VEC4): each work-item streams its own rows through registers, with no local
- * memory and no barrier. Work-item (i, j) computes the 4 adjacent row elements from 4i of the
- * PY output rows from j * PY: for each of the PY + KH - 1 padded rows they need, it sums the
- * row pass of its 4 elements from its span and adds that into every output the row feeds; an
- * output is stored after its last row. The same sums as the tiles', in the same order; the
- * rows shared with the work-items above and below are summed again by each.
- */
-CLK_INLINE void streamed_fused(__global const SRC_T* src, __global const int* rowmap,
-                               MASK_SPACE const ACC_T* row, MASK_SPACE const ACC_T* col,
-                               __global OUT_T* dst, const int width, const int out_rows,
-                               const ACC_T cval, const ACC_T cval_rows)
-{
-    const int rowlen = width * CHANNELS;
-    const int e = (int)get_global_id(0) * 4;
-    const int p0 = (int)get_global_id(1) * PY;
-    if (e >= rowlen || p0 >= out_rows)
-        return;
-    const int last_p = out_rows + KH - 2;
-    const bool inside = e >= HALO_L && e + 4 + HALO_R <= rowlen;
-    const bool vectors = ROW_VECTORS(rowlen) && e >= HL4 && e - HL4 + 4 * RNV <= rowlen;
-    float4 acc[PY];
-#pragma unroll
-    for (int q = 0; q < PY + KH - 1; ++q) {
-        const int srow = rowmap[min(p0 + q, last_p)];
-        float4 sum = 0;
-        if (srow < 0) {
-            sum = (float4)cval_rows;
-        } else if (vectors) {
-            __global const SRC_T* s = src + (size_t)srow * (size_t)rowlen + (e - HL4);
-            float v[4 * RNV];
-            load_span(v, s);
-            sum = span_row4(v, row, 0);
-        } else {
-            float a[4];
-            for (int c = 0; c < 4; c++)
-                a[c] = e + c < rowlen ? row_element(src, row, srow, e + c, width, cval, inside)
-                                      : 0;
-            sum = (float4)(a[0], a[1], a[2], a[3]);
-        }
-#pragma unroll
-        for (int o = 0; o < PY; ++o) {
-            const int t = q - o;
-            if (t == 0)
-                acc[o] = 0;
-            if (t >= 0 && t < KH)
-                IF_TAP_USED(MASK_COL, col, t) acc[o] += col[t] * sum;
-            if (t == KH - 1 && p0 + o < out_rows)
-                store_row4(dst + (size_t)(p0 + o) * (size_t)rowlen + e, acc[o], rowlen - e,
-                           rowlen);
-        }
-    }
-}
-#endif /* STREAM */
 
 /* The tiles' form: the row pass of the group's rows into tmp, then the column pass from there. */
 CLK_INLINE void tiled_fused(__local ACC_T* tmp, __global const SRC_T* src,
@@ -302,12 +235,7 @@ void convolve_fused(__global const SRC_T* restrict src,
                     const int width, const int out_rows, const ACC_T cval,
                     const ACC_T cval_rows)
 {
-#if STREAM
-    streamed_fused(src, rowmap, MASK_ROW_OF(row_arg), MASK_COL_OF(col_arg), dst, width,
-                   out_rows, cval, cval_rows);
-#else
     __local ACC_T tmp[TMP_H * EW] __attribute__((aligned(16)));
     tiled_fused(tmp, src, rowmap, MASK_ROW_OF(row_arg), MASK_COL_OF(col_arg), dst, width,
                 out_rows, cval, cval_rows);
-#endif
 }

@@ -10,9 +10,8 @@
  *        uchar, 64 for float): fewer work-items, less per-work-item overhead.
  *   LANES  uchar only: the lanes of the integer arithmetic, 4 (one block at a time, the
  *        default), 8 (blocks in pairs, gray_pair) or 16 (in fours, gray_quad); PPW a multiple of
- *        LANES / 4 blocks. A CPU's native int vector width: on PoCL with AVX-512 (16 lanes),
- *        fours took 0.80 ms for a 3840x2160 RGB image against 1.01 ms in pairs; pairs suit
- *        AVX2's 8.
+ *        LANES / 4 blocks. A CPU's native int vector width: fours on AVX-512 (16 lanes), where
+ *        they beat pairs; pairs suit AVX2's 8.
  *
  * Launch (1-D)
  *   n = height * width pixels; src holds n*CN components, dst n, both C-contiguous and starting
@@ -158,8 +157,8 @@ inline void gray_block(__global const uchar* restrict src, __global uchar* restr
     ((__global uint4*)dst)[b] = PACK_LUMAS(BYTE, LUMA4, g.w[0], g.w[1], g.w[2], g.w[CN - 1]);
 }
 
-/* Blocks b and b+1 at once, in 8-lane vectors: block b in the low lanes. On PoCL with AVX2
- * (8 32-bit lanes) 1.4 against 2.2 ms for 3840x2160. */
+/* Blocks b and b+1 at once, in 8-lane vectors: block b in the low lanes (on PoCL with AVX2,
+ * 8 32-bit lanes, faster than one block at a time). */
 #define BYTE8(x, k) as_int8(((x) >> (8 * (k))) & 0xffu)
 #define LUMA8(r, g, b)                                                                   \
     as_uint8(clamp(((r) * cr + (g) * cg + (b) * cb + FIX_HALF) >> FIX_SHIFT, (int8)0, (int8)255))

@@ -11,8 +11,8 @@
  * operands to int. Floats pass through as_float, which changes nothing.
  *
  * Why one kernel: a driver that compiles each kernel at its first launch (PoCL) compiled a
- * kernel per type at the first array of that type (41-65 ms on PoCL 3.1 with empty caches,
- * against 220 ms for a program per type); one kernel is compiled once, at the first call. The
+ * kernel per type at the first array of that type (and a program per type took longer still);
+ * one kernel is compiled once, at the first call. The
  * switch on `type` is the same for every work-item; made once per PER vectors, it costs the
  * memory-bound addition nothing measurable (on PoCL, once per vector: a third more time).
  *

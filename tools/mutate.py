@@ -104,7 +104,7 @@ MUTANTS = [
       "return (i >= 0 && i < n) ? i : (i < 0 ? 0 : n - 1);", ["test_convolve_modes"],
       k="constant"),
     M("fold-rows-reflect", "the host's row map folds reflect as mirror",
-      "clkit/**/*.py", "return np.where(m < n, m, 2 * n - 1 - m)",
+      "clkit/_engine/**/*.py", "return np.where(m < n, m, 2 * n - 1 - m)",
       "return np.where(m < n, m, 2 * n - 2 - m)", ["test_convolve_modes"], k="reflect"),
     # -- gaussian_blur
     M("gaussian-radius", "the mask's radius int(truncate * sigma), not rounded",
@@ -125,14 +125,6 @@ MUTANTS = [
       "(float4)(v[a], v[a + 1], v[a + 2], v[a + 3])",
       "(float4)(v[a + 1], v[a + 1], v[a + 2], v[a + 3])", ["test_gpu_fused_gaussian"],
       k="520 and reflect"),
-    M("stream-2d-row-end", "the GPU 2-D kernel streamed through registers reads whole vectors "
-      "a vector past the row's end", "kernels_cl/**/convolution_2d4.h",
-      "x0 + 4 * NV <= rowlen;", "x0 + 4 * NV <= rowlen + 4;",
-      ["test_gpu_streamed_through_registers"], k="int16 and reflect"),
-    M("stream-fused-row-end", "the GPU one-kernel filter streamed through registers reads whole "
-      "vectors a vector past the row's end", "kernels_cl/**/convolution_fused.cl",
-      "e - HL4 + 4 * RNV <= rowlen;", "e - HL4 + 4 * RNV <= rowlen + 4;",
-      ["test_gpu_streamed_through_registers"], k="uint8 and reflect and gaussian"),
     M("gaussian-baked-axes", "the GPU kernels' built-in row and column weights swapped",
       "clkit/**/*.py", '{"ROW_WEIGHTS": self.factors[1], "COL_WEIGHTS": self.factors[0]}',
       '{"ROW_WEIGHTS": self.factors[0], "COL_WEIGHTS": self.factors[1]}',

@@ -7,8 +7,9 @@ a set of bands:
 - across devices, in proportion to each device's measured speed for that
   operation (measured once per operation and device, remembered for the
   process), all devices working at once;
-- within a device, in tiles small enough for its memory; on a GPU two tiles in flight
-  on two queues so that one tile's transfers overlap the other's kernels.
+- within a device, in tiles small enough for its memory; on a device with memory of its
+  own two tiles in flight on two queues, so that one tile's transfers overlap the other's
+  kernels.
 
 ``band(rt, queue, r0, r1)`` does one band's whole job: upload what it
 needs, enqueue the kernels, and bring its rows of the result home.
@@ -27,13 +28,6 @@ from .._platform.devices import Device, turns
 from .._platform.runtime import Runtime, runtime
 
 QUEUES_PER_DEVICE = 2
-# A numpy job of at least PIPELINE_BYTES on a GPU goes in PIPELINE_TILES tiles over the
-# device's queues, so that one tile's upload overlaps another's kernels and download. Off
-# (no job is that large): on an H200 the tiles made one 7680x4320 call slower, with pinned
-# arrays in and out 7.63 against 5.46 ms (convolve 5x5 float32) and 5.18 against 2.91 ms
-# (grayscale uint8), and with numpy arrays 16.0 against 10.8 and 12.2 against 6.6 ms.
-PIPELINE_BYTES = 1 << 62
-PIPELINE_TILES = 4
 _speeds: dict = {}  # (operation's speed key, device) -> rows per second: the device's, kept
 _speeds_lock = threading.Lock()
 
@@ -111,18 +105,6 @@ def tile_rows(device: Device, row_bytes: int, halo_rows: int = 0, halo_row_bytes
             f"{device} (a tile may use {budget} bytes: max allocation {device.max_alloc}, "
             f"memory {device.global_mem})")
     return rows
-
-
-def pipeline_rows(device: Device, rows: int, nbytes: int) -> int:
-    """Rows per tile that let a numpy job of ``nbytes`` overlap its transfers on ``device``.
-
-    ``rows`` (one piece) on devices that share memory with the host, for small
-    jobs, and in a lane of :func:`clkit.map`.
-    """
-    if device.unified_memory or nbytes < PIPELINE_BYTES or \
-            runtime(device).queue is not runtime(device).own_queue:
-        return rows
-    return max(1, -(-rows // PIPELINE_TILES))
 
 
 def run(plan: list[tuple[Device, int, int]], band, max_rows) -> None:

@@ -68,7 +68,7 @@ CPU_LX = 4  # work-items along a row in a work-group of the CPU variant
 
 def tmp_pitch(rowlen: int) -> int:
     """Elements per row of the two passes' temporary: a row of the image padded to a multiple of
-    4, so that the streamed passes move it in aligned vectors (convolution_streamed.h's
+    4, so that the streamed passes move it in aligned vectors (convolution_gpu.cl's
     TMP_PITCH; the other passes use the first ``rowlen`` of each)."""
     return -(-rowlen // 4) * 4
 
@@ -76,13 +76,12 @@ def tmp_pitch(rowlen: int) -> int:
 def gpu_tile(kh, kw, separable) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX along x, LX apart; PY rows).
 
-    Chosen per mask from sweeps of the tiles on an H200 (``benchmarks/gpu_conv_sweep.py``,
-    in the history at ``192cc65``): wider rows of outputs up to 5x5, six rows per work-item
-    up to 9x9; larger 2-D masks keep GPU_TILE (at 15x15 every tile swept took 1.50-1.56
-    ms).  The two passes of a separable mask take four outputs per work-item, whose
-    unrolled taps then fit the registers (a Gaussian of sigma 10, 81 taps each way: 1.02
-    ms, against 2.4-7.1 ms with eight or more outputs per work-item); images summed in
-    float take the passes streamed through registers instead (GPU_ROWS, GPU_COLS).
+    Chosen per mask from sweeps of the tiles on a GPU (``benchmarks/gpu_conv_sweep.py``, in
+    the history at ``192cc65``): wider rows of outputs up to 5x5, six rows per work-item up to
+    9x9; larger 2-D masks keep GPU_TILE (every tile swept was about as fast).  The two passes
+    of a separable mask take four outputs per work-item, whose unrolled taps then fit the
+    registers (eight or more outputs per work-item were two to seven times slower); images
+    summed in float take the passes streamed through registers instead (GPU_ROWS, GPU_COLS).
     """
     if separable:
         return 32, 8, 2, 2
@@ -102,21 +101,12 @@ def gpu_tile4(kh, kw) -> tuple:
     """GPU work-group (LX, LY) and outputs per work-item (PX = 4 adjacent; PY rows) of a 2-D
     mask over an image summed in float (convolution_gpu.cl's VEC4).
 
-    From the sweep on an H200 (7680x4320, twelve tiles, copy 0.067 ms):
-    32 x 4 work-items of 4 rows took 0.086 ms at 3x3 and 0.095 at 5x5 (outputs LX apart,
-    `gpu_tile`'s, in the same run: 0.090 and 0.116), 32 x 4 of 6 rows 0.151 at 9x9 (0.191);
-    the ten other tiles 0.086-0.101, 0.098-0.112 and 0.154-0.194.  Bit-equal.
+    The fastest of the twelve tiles the same sweep tried on a GPU, and faster than
+    `gpu_tile`'s outputs LX apart, with bit-equal results.
     """
     if max(kh, kw) <= 5:
         return 32, 4, 4, 4
     return 32, 4, 4, 6
-
-
-#: 2-D masks of up to GPU_VEC4_MAX over images summed in float streamed through registers
-#: (convolution_gpu.cl's STREAM_2D): work-groups (LX, LY), each work-item 4 adjacent outputs of PY
-#: rows; None: through the tiles in local memory (`gpu_tile4`).  Off until measured against
-#: the tiles on a GPU (``benchmarks/gpu_conv_sweep.py --stream``, in the history at ``192cc65``).
-GPU_STREAM_2D = None
 
 
 def cpu_vector_width(device, itemsize: int) -> int:
@@ -139,8 +129,7 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
     work-item, NACC accumulators, work-groups of 4.  GPU variant: `gpu_tile`'s
     work-groups and outputs per work-item, the mask rows in chunks that fit
     the local memory; with ``vec4`` (an image summed in float) 2-D masks of up to
-    GPU_VEC4_MAX take `gpu_tile4`'s four adjacent outputs per work-item (GPU_STREAM_2D's,
-    streamed through registers, where it is set).  A mask too wide for
+    GPU_VEC4_MAX take `gpu_tile4`'s four adjacent outputs per work-item.  A mask too wide for
     the tile falls back to GPU_TILE, and one too wide for that to the CPU variant, which runs
     on GPUs too.
     """
@@ -151,10 +140,6 @@ def geometry(device, kh, kw, channels, itemsize, separable, vec4=False) -> Geome
         streamed = GPU_ROWS, GPU_COLS
     if device.type == "gpu":
         vec4 = vec4 and not separable and max(kh, kw) <= GPU_VEC4_MAX
-        if vec4 and GPU_STREAM_2D:
-            lx, ly, py = GPU_STREAM_2D
-            return Geometry("gpu", dict(LX=lx, LY=ly, PX=4, PY=py, VEC4=1, STREAM_2D=1),
-                            channels=channels, lx=lx, ly=ly, px=4, py=py)
         tiles = [(gpu_tile4(kh, kw), True)] if vec4 else []
         tiles += [(t, False) for t in dict.fromkeys([gpu_tile(kh, kw, separable), GPU_TILE])]
     for (lx, ly, px, py), vec4 in tiles:
@@ -190,12 +175,6 @@ FUSED_SHAPE = (32, 8, 8)
 FUSED_SHAPE4 = (8, 32, 4)
 #: Whether images summed in float take the four-element form (convolution_fused.cl's VEC4).
 FUSED_VEC4 = True
-#: The one-kernel filter streamed through registers (convolution_fused.cl's STREAM) for images
-#: summed in float, masks of up to FUSED_STREAM_MAX_ROWS rows: work-groups (LX, LY), each
-#: work-item 4 adjacent outputs of PY rows; None: through local memory.  Off until measured
-#: on a GPU, as GPU_STREAM_2D.
-FUSED_STREAM = None
-FUSED_STREAM_MAX_ROWS = 21
 #: The widest halo (row elements on both sides together) for which the four-element form's row
 #: pass computes 8 elements per work-item (convolution_fused.cl's ROW_EPI), 4 beyond it.
 FUSED_WIDE_ROW_HALO = 16
@@ -207,40 +186,16 @@ def fused(device, kh, kw, channels, itemsize, vec4=False, src_itemsize=4) -> Geo
     A work-group of LX x LY work-items computes LX * EPI row elements (EPI = 4 with ``vec4``,
     an image summed in float, else 1) of LY * PY output rows from the row pass of
     LY * PY + kh - 1 rows, which it keeps in local memory; PY is halved where the local
-    memory is short.  On an H200 (the sweep, a 17-row Gaussian (sigma
-    2) of a 7680x4320 float32 image): four elements in 8 x 32 work-items of 8 rows took
-    0.183 ms, against 0.188-0.190 for 16 x 16 of 8 or 16 rows, 0.208 for 16 x 8 of 16 and
-    0.21-0.32 for the other ten shapes; one element each in 32 x 8 work-items of 8 rows
-    0.196 ms, against 0.214-0.234 for six other shapes (32 x 8 of 16 rows: 0.214).  With
-    the kernel's aligned vector accesses (a sweep of shapes), 8 x 32 of 4
-    rows is the fastest at every height: float32 sigma 2, 3, 5 and 7 0.134, 0.174, 0.259 and
-    0.362 ms, against 0.145, 0.186, 0.275 and 0.368 for 8 x 32 of 8 rows and 0.138, 0.195,
-    0.319 and 0.469 for 16 x 16 of 4; uint8 0.109, 0.159, 0.256 and 0.390, against 0.128,
-    0.169, 0.277 and 0.396 (8 x 32 of 8).  A row pass of 8 elements per work-item, which
-    loads 6 vectors for them where 4 elements load 5 (a 17-tap row), took 0.121-0.123 ms at
-    float32 sigma 2 against 0.135-0.136, 0.111 against 0.114-0.116 at sigma 1.5, but 0.162
-    against 0.151-0.152 at sigma 2.5 (21 taps: a longer span in registers); uint8 0.099-0.113
-    against 0.100-0.112.  Streaming each work-item's own
-    rows through registers, with no local memory, took 0.40 ms; staging each source row in
-    local memory before its row pass, 0.162.  Up to FUSED_MAX_ROWS rows the one kernel is
-    faster than the two passes, beyond them slower, as its row pass recomputes more rows per
-    tile.  Four elements, against the two passes streamed through registers (images summed
-    in float): float32 21 rows (sigma 2.5) 0.151 against 0.158 ms,
-    25 rows 0.174 against 0.162, 33 rows 0.235 against 0.182, 57 rows 0.362 against 0.281;
-    uint8 (``src_itemsize`` 1) 21 rows 0.142 against 0.155, 25 rows 0.156 against 0.167, 29
-    rows 0.176 against 0.178, 33 rows 0.209 against 0.193.  One element (uint8 images, before
-    they took four), against the tiles' two passes: 17 rows 0.214 against 0.276, 25 rows 0.315
-    against 0.334 (int16 0.350 against 0.340), 29 rows 0.385 against 0.367.
+    memory is short.  The shapes and the limits (FUSED_MAX_ROWS: up to there the one kernel
+    is faster than the two passes, beyond them slower, as its row pass recomputes more rows
+    per tile) are the fastest that the sweeps of shapes, heights and row passes on a GPU
+    found (the scripts are in the history at ``192cc65``).
     """
     vec4 = vec4 and FUSED_VEC4
     epi = 4 if vec4 else 1
     kind = "double" if not vec4 else "byte" if src_itemsize == 1 else "float"
     if device.type != "gpu" or kh > FUSED_MAX_ROWS[kind]:
         return None
-    if vec4 and FUSED_STREAM and kh <= FUSED_STREAM_MAX_ROWS:
-        lx, ly, py = FUSED_STREAM
-        return Geometry("fused", dict(LX=lx, LY=ly, PY=py, VEC4=1, STREAM=1), channels=channels,
-                        lx=lx, ly=ly, py=py, epi=4)
     budget = min(device.local_mem, 48 * 1024) - 1024
     lx, ly, py = FUSED_SHAPE4 if vec4 else FUSED_SHAPE
     while py >= 1 and (ly * py + kh - 1) * lx * epi * itemsize > budget:

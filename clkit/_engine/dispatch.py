@@ -148,7 +148,9 @@ class Operation:
         ``launch`` enqueues the kernels that compute the band into ``dst``
         from ``srcs`` (one device array per input, holding the rows
         :meth:`rows` names) and returns without waiting; when the operation
-        gathers, ``dst`` is None and it returns the band's results.
+        gathers, ``dst`` is None and it returns the band's results.  A plan
+        whose kernels come in tiers is instead an object whose ``choose()``
+        gives the launch of the tier a call runs, asked once per call.
         """
         raise NotImplementedError
 
@@ -161,27 +163,21 @@ class Operation:
         raise NotImplementedError
 
 
-#: Called with a device when the first plan of the process is made for it: builds that the
-#: library's later calls on it will likely want, queued ahead (see _filter.prebuild_generic).
-first_plan_hooks: list = []
-_planned: set = set()  # the devices hooks ran for
-
-
 def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
-    """``(op.rows(r0, r1), op.plan(rt, r0, r1))``, made once per runtime (which keeps the
-    most recent :data:`MAX_PLANS`)."""
+    """``(input rows, launch)`` of output rows ``[r0, r1)`` on ``rt``: the operation's plan,
+    made once per runtime (which keeps the most recent :data:`MAX_PLANS`); a plan with tiers
+    (one with a ``choose()``) gives the launch of the tier this call runs."""
     dev = rt.device
     # the device's kind, local memory and fp64 choose kernel variants (and tests change them)
     key = (op.key, dev.type, dev.local_mem, dev.fp64, r0, r1)
-    plans = rt.memo(_plan, MAX_PLANS)
-    found = plans.get(key)
+    found = rt.memo(_plan, MAX_PLANS).get(key)
     if found is None:
-        if dev not in _planned:
-            _planned.add(dev)
-            for hook in first_plan_hooks:
-                hook(dev)
-        found = plans.make(key, lambda: (op.rows(r0, r1), op.plan(rt, r0, r1)))
-    return found
+        def make():
+            plan = op.plan(rt, r0, r1)
+            return op.rows(r0, r1), plan, getattr(plan, "choose", None)
+        found = rt.memo(_plan, MAX_PLANS).make(key, make)
+    rows, launch, choose = found
+    return rows, launch if choose is None else choose()
 
 
 def run(op: Operation, inputs: list, out=None, device=None, on_device=None):
@@ -370,20 +366,15 @@ def _sizes(op: Operation, hosts, result_row: int):
     return halo_row + result_row, halo_row
 
 
-def _bands_of(op: Operation, devices, multi, row_bytes, halo_row, band, whole_bytes,
-              measured=lambda: None):
+def _bands_of(op: Operation, devices, multi, row_bytes, halo_row, band, measured=lambda: None):
     """Run ``band`` over the operation's rows: whole, tiled, or across devices.
 
     ``measured()`` is called once the speed probes (which run bands too) are done.
     """
     n = op.shape[0]
-    nbytes = sum(whole_bytes)
 
-    def max_rows(dev):
-        # tiles small enough for the device; on a GPU, a large job goes in tiles over two
-        # queues, one tile's upload overlapping another's kernels and download
-        return min(_bands.tile_rows(dev, row_bytes, op.halo, halo_row, what=op.what),
-                   _bands.pipeline_rows(dev, n, nbytes))
+    def max_rows(dev):  # tiles small enough for the device
+        return _bands.tile_rows(dev, row_bytes, op.halo, halo_row, what=op.what)
 
     if not multi and max_rows(devices[0]) >= n:
         rt = runtime(devices[0])
@@ -412,8 +403,7 @@ def _run_in_bands(op: Operation, hosts, result, devices, multi):
             _transfer.download(rt, dst, part)
 
     row_bytes, halo_row = _sizes(op, hosts, result[:1].nbytes)
-    whole = [x.nbytes for x in hosts] + [result.nbytes, op.scratch_row_bytes * op.shape[0]]
-    _bands_of(op, devices, multi, row_bytes, halo_row, band, whole)
+    _bands_of(op, devices, multi, row_bytes, halo_row, band)
 
 
 def _run_gathering(op: Operation, hosts, devices, multi) -> tuple:
@@ -428,8 +418,7 @@ def _run_gathering(op: Operation, hosts, devices, multi) -> tuple:
             pieces[r0] = tuple(_transfer.download(rt, r) for r in launch(queue, srcs, None))
 
     row_bytes, halo_row = _sizes(op, hosts, op.result_row_bytes)
-    whole = [x.nbytes for x in hosts] + [op.result_row_bytes * op.shape[0]]
-    _bands_of(op, devices, multi, row_bytes, halo_row, band, whole, measured=pieces.clear)
+    _bands_of(op, devices, multi, row_bytes, halo_row, band, measured=pieces.clear)
     ordered = [pieces[r0] for r0 in sorted(pieces)]
     return tuple(np.concatenate(parts) for parts in zip(*ordered))
 

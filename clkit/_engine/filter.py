@@ -25,7 +25,7 @@ from .checks import (check_dtype, check_ndim, check_number, host_array, is_devic
                      require_fp64)
 from .conv_geometry import fused, geometry, tmp_pitch
 from .convolve_tiers import UNOPTIMISED, Generic, Specialised
-from .dispatch import CL_TYPES, Operation, first_plan_hooks, program
+from .dispatch import CL_TYPES, Operation, program
 from .taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
 
 #: The most taps of a mask whose used taps are listed in a build define (two characters a tap)
@@ -292,38 +292,21 @@ class Filter(Operation):
     def plan(self, rt, r0, r1):
         """The kernels of output rows ``[r0, r1)``, their masks and row map on the device.
 
-        Each launch runs the specialised build when it is ready (see clkit/_build/tiers.py), else
-        the generic one, with the same sums.  The generic kernel writes the type it sums in,
-        so integers summed in double for a float32 result (WIDE_INTEGERS on devices with
-        fp64) always take the specialised one.
+        The specialised build's launch where it must serve (the generic kernel writes the type
+        it sums in, so integers summed in double for a float32 result, WIDE_INTEGERS on devices
+        with fp64, always take the specialised one), else a :class:`_Tiered` plan, whose tier
+        (see clkit/_build/tiers.py) is chosen each time the plan is fetched.  The first plan
+        of a runtime queues the builds later calls will likely want (:func:`prebuild_generic`).
         """
         device = rt.device
         if self.dtype == np.float64:
             require_fp64(self.name, device, "a float64 image")
+        rt.held(prebuild_generic, lambda: prebuild_generic(device) or True)
         prg, shape = self._program(device)
         specialised = self._passes(rt, r0, r1, Specialised(prg, shape))
-        must = self.acc(device) != self.dtype
-        work = (r1 - r0) * self.shape[1] * self.channels * self.taps(device)
-        # picklable, so that a helper process can build and launch them (clkit/_build/helper.py)
-        prime = functools.partial(self._prime, device)
-        prime_generic = functools.partial(self._prime, device, generic=True)
-        border = list(MODES).index(self.mode)
-        # Oclgrind cannot take a second thread's launches: its hot variants build in the call
-        background = not device.simulator
-
-        def launch(queue, srcs, dst):
-            if must or _tiers.use_specialised(prg, device, work=work, prime=prime,
-                                              in_background=background):
-                return specialised(queue, srcs, dst)
-            generic = Generic(self, shape, rt, queue, border=border, work=work)
-            after = generic.queue_builds(prime_generic)
-            try:
-                return self._passes(rt, r0, r1, generic)(queue, [generic.device_src(srcs[0])],
-                                                         dst)
-            finally:
-                if after is not None:
-                    after.launched(queue)
-        return launch
+        if self.acc(device) != self.dtype:
+            return specialised
+        return _Tiered(self, rt, r0, r1, prg, shape, specialised)
 
     def _passes(self, rt, r0, r1, passes, private=None):
         """``launch(queue, srcs, dst)`` running the filter's passes through ``passes`` (a tier).
@@ -406,6 +389,40 @@ class Filter(Operation):
         queue.finish()
 
 
+class _Tiered:
+    """A filter's plan in two tiers: :meth:`choose` (once per call, as the plan is fetched)
+    gives the specialised build's launch when it may be used, else the generic one's, which
+    runs the same sums."""
+
+    def __init__(self, f: Filter, rt, r0, r1, prg, shape, specialised):
+        self.f, self.rt, self.r0, self.r1 = f, rt, r0, r1
+        self.prg, self.shape, self.specialised = prg, shape, specialised
+        self.work = (r1 - r0) * f.shape[1] * f.channels * f.taps(rt.device)
+        # picklable, so that a helper process can build and launch them (clkit/_build/helper.py)
+        self.prime = functools.partial(f._prime, rt.device)
+        self.prime_generic = functools.partial(f._prime, rt.device, generic=True)
+        self.border = list(MODES).index(f.mode)
+
+    def choose(self):
+        """The launch ``(queue, srcs, dst)`` this call runs."""
+        # Oclgrind cannot take a second thread's launches: its hot variants build in the call
+        if _tiers.use_specialised(self.prg, self.rt.device, work=self.work, prime=self.prime,
+                                  in_background=not self.rt.device.simulator):
+            return self.specialised
+        return self.generic
+
+    def generic(self, queue, srcs, dst):
+        rt = self.rt
+        generic = Generic(self.f, self.shape, rt, queue, border=self.border, work=self.work)
+        after = generic.queue_builds(self.prime_generic)
+        try:
+            return self.f._passes(rt, self.r0, self.r1, generic)(
+                queue, [generic.device_src(srcs[0])], dst)
+        finally:
+            if after is not None:
+                after.launched(queue)
+
+
 def prebuild_generic(device) -> None:
     """The conversion of other dtypes (to_acc) and, on a CPU driver, the optimised generic
     program for float images, queued for the background builds (with their first launches)
@@ -415,8 +432,7 @@ def prebuild_generic(device) -> None:
     The generic program takes PoCL 1.5 to 3 s; built ahead, the first convolution or blur
     too large for the quick tier (a 3840x2160 image) finds it ready instead of waiting for
     it.  On a GPU the first convolution builds it in the call (0.2 to 0.4 s on an H200), but
-    to_acc, queued only then, made the first image of another dtype right after wait for it
-    (60 to 90 ms).  The disk caches keep both, so that this happens once per installation
+    to_acc, queued only then, made the first image of another dtype right after wait for it.  The disk caches keep both, so that this happens once per installation
     and device.
     """
     if device.simulator:
@@ -428,5 +444,3 @@ def prebuild_generic(device) -> None:
     generic.prebuild(generic.prg if device.type == "cpu" else None,
                      functools.partial(probe._prime, device, generic=True))
 
-
-first_plan_hooks.append(prebuild_generic)

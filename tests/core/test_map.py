@@ -284,9 +284,7 @@ def test_bad_arguments_say_what_to_pass():
 def test_on_a_gpu_each_image_stays_on_its_lane(discrete, rng, monkeypatch):
     """A lane's image is not cut into tiles on the device's shared queues: the lane's queue only."""
     from clkit._memory import transfer as _transfer
-    from clkit._engine import bands as _bands
     device, staged = discrete
-    monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
     lane_queues = {id(q) for q in clkit._launch.map._queues(clkit.runtime(device), 8)}
     used = []
     staged_upload = _transfer.Staging.upload

@@ -180,39 +180,6 @@ def test_library_calls_stage_numpy_data_through_pinned_buffers(discrete, rng, mo
     assert staged == {"upload": 4, "download": 4 * down}  # every input and result above 1 MiB
 
 
-def test_a_large_numpy_call_overlaps_its_tiles_on_a_gpu(discrete, rng, monkeypatch):
-    """Large enough, one call goes in tiles over two queues: one uploads while another downloads."""
-    from clkit._engine import bands as _bands
-    device, staged = discrete
-    monkeypatch.setattr(_bands, "PIPELINE_BYTES", 1 << 20)
-    monkeypatch.setattr(_pinned, "POOL_BYTES", 0)  # results staged too: each tile counted
-    queues = set()
-    staged_upload = _transfer.Staging.upload
-
-    def upload(self, queue, *args, **kwargs):
-        queues.add(id(queue))
-        return staged_upload(self, queue, *args, **kwargs)
-
-    monkeypatch.setattr(_transfer.Staging, "upload", upload)
-    image = rng.random((2000, 700, 3), dtype=np.float32)  # 16.8 MB in, 5.6 MB out
-    assert_close_scaled(ck.grayscale(image, device=device), gray_reference(image, "bt601"),
-                        gray_reference(np.abs(image), "bt601"), what="grayscale")
-    assert staged == {"upload": 4, "download": 4} and len(queues) == 2
-
-    flat = image[..., 1].copy()
-    mask = rng.standard_normal((5, 5)).astype(np.float32)
-    expected, scale = convolve_reference(flat, mask)
-    assert_close_scaled(ck.convolve(flat, mask, device=device), expected, scale,
-                        ulps=filter_ulps(25), what="convolve")
-    assert staged == {"upload": 8, "download": 8}
-
-    small = rng.random((100, 700), dtype=np.float32)  # 0.3 MB: one piece
-    expected, scale = convolve_reference(small, mask)
-    assert_close_scaled(ck.convolve(small, mask, device=device), expected, scale,
-                        ulps=filter_ulps(25), what="convolve")
-    assert staged == {"upload": 8, "download": 8}
-
-
 @pytest.mark.parametrize("shape, dtype", [((), np.float32), ((7,), np.uint8), ((3, 5), np.int64),
                                           ((4, 0, 3), np.float32), ((2, 3, 4), np.uint16)])
 def test_a_wrapped_buffer_is_the_array_pyopencl_makes(device, shape, dtype):

@@ -431,33 +431,6 @@ def _gpu_gaussian(dev):
     check_gaussian(gaussian_blur(img, 1.2, mode="nearest", device=dev), img, 1.2, "nearest")
 
 
-@case("gpu", *[one(f"gpu-streamed[{kind}-{mode}]", kind, mode)
-               for kind, mode in (("convolve-5x5", "reflect"), ("convolve-5x5", "constant"),
-                                  ("gaussian", "wrap"), ("gaussian", "constant"))])
-def _gpu_streamed(dev, kind, mode):
-    """The 2-D kernel and the one-kernel Gaussian streamed through registers: 70 columns (a
-    work-group's vectors inside the row, and folded ones at both ends), rows shared between
-    the work-items of a group and between groups."""
-    from clkit._engine import conv_geometry as _conv_geometry
-    from clkit._platform.runtime import drop_held
-    from clkit.kernels import convolve, gaussian_blur
-    shipped = _conv_geometry.GPU_STREAM_2D, _conv_geometry.FUSED_STREAM
-    _conv_geometry.GPU_STREAM_2D = _conv_geometry.FUSED_STREAM = (16, 2, 4)
-    drop_held()
-    try:
-        img = image((19, 70))
-        if kind == "gaussian":
-            check_gaussian(gaussian_blur(img, 1.5, mode=mode, cval=0.5, device=dev), img, 1.5,
-                           mode, 0.5)
-        else:
-            mask = rng().standard_normal((5, 5))
-            check_convolve(convolve(img, mask, mode=mode, cval=0.5, device=dev), img, mask,
-                           mode, 0.5)
-    finally:
-        _conv_geometry.GPU_STREAM_2D, _conv_geometry.FUSED_STREAM = shipped
-        drop_held()
-
-
 @case("gpu", one("gpu-vector_add[uint8-4099]"))
 def _gpu_vector_add(dev):
     _vector_add(dev, np.uint8, 4099)

@@ -787,64 +787,6 @@ def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
                         what="gaussian_blur, streamed passes")
 
 
-# The 2-D masks and the one-kernel Gaussian streamed through registers (STREAM_2D in
-# convolution_gpu.cl, STREAM in convolution_fused.cl) against the same kernels through local
-# memory: the same sums in the same order. Rows of a multiple of 4 elements in several
-# work-groups and of other lengths, channels, a mask larger than the image, an even mask
-# height, images of other types, the one kernel's tallest mask (21 rows).
-STREAM_CASES = [("convolve", (9, 9), (29, 300), np.float32),
-                ("convolve", (5, 5), (37, 71), np.float32),
-                ("convolve", (3, 5), (13, 64, 2), np.float32),
-                ("convolve", (8, 3), (26, 131), np.float32),
-                ("convolve", (9, 9), (5, 2), np.float32),
-                ("convolve", (5, 5), (21, 136), np.uint8),
-                ("convolve", (7, 4), (9, 68, 3), np.int16),
-                ("gaussian", 2.0, (45, 300), np.float32),
-                ("gaussian", 1.5, (19, 44, 3), np.float32),
-                ("gaussian", (2.0, 1.0), (40, 150, 2), np.float32),
-                ("gaussian", 2.0, (30, 264), np.uint8),
-                ("gaussian", 1.5, (7, 3), np.float32),
-                ("gaussian", 2.5, (41, 133), np.float32)]
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", STREAM_CASES, ids=str)
-def test_gpu_streamed_through_registers(as_gpu, rng, monkeypatch, mode, case):
-    from clkit._engine import conv_geometry as _conv_geometry
-    from clkit._engine.filter import Filter
-    kind, size, shape, dtype = case
-    if as_gpu.simulator and (np.max(size) > 2 and kind == "gaussian" or np.max(shape) > 150
-                             or mode not in ("reflect", "constant", "wrap")):
-        pytest.skip("wide masks, large images and every mode are too slow on the simulator")
-    image = random_image(rng, shape, dtype)
-    if kind == "convolve":
-        mask = rng.standard_normal(size)
-        make = lambda: Filter.for_mask("convolve", image, mask, mode, -0.5)
-        call = lambda: ck.convolve(image, mask, mode=mode, cval=-0.5, device=as_gpu)
-        expected, scale = convolve_reference(image, mask, mode, -0.5)
-        ulps = filter_ulps(mask.size)
-    else:
-        make = lambda: Filter.for_gaussian("gaussian_blur", image, size, mode, -0.5, 4.0)
-        call = lambda: ck.gaussian_blur(image, size, mode=mode, cval=-0.5, device=as_gpu)
-        expected, scale = gaussian_reference(image, size, mode, -0.5)
-        ulps = filter_ulps(2 * (2 * int(4.0 * np.max(size) + 0.5) + 1))
-    results = []
-    # work-groups of 32 x 2 work-items of 4 rows: rows shared between the work-items of a group
-    # and between groups
-    for stream in ((32, 2, 4), None):
-        monkeypatch.setattr(_conv_geometry, "GPU_STREAM_2D", stream)
-        monkeypatch.setattr(_conv_geometry, "FUSED_STREAM", stream)
-        drop_held()
-        defines = build_defines(make(), as_gpu)
-        assert ("STREAM_2D" in defines or "STREAM" in defines) == (stream is not None), defines
-        with clkit._build.tiers.tier("specialised"):
-            results.append(call())
-    drop_held()
-    streamed, tiles = results
-    np.testing.assert_array_equal(streamed, tiles)
-    assert_close_scaled(streamed, expected, scale, ulps=ulps, what=f"{kind}, streamed")
-
-
 def test_gpu_fused_rows_of_a_band_and_uneven_tiles(as_gpu, rng):
     """Two devices' bands (row maps that start inside the image), a height of no whole tiles."""
     skip_on_simulator(as_gpu, "a 17-tap blur of 1000 rows")
