@@ -397,7 +397,7 @@ class Kernel:
                                device=rt.device, wait=True, queue=queue)
                 (queue or rt.queue).finish()
             return launch
-        bound = rt.memo(Kernel).get(id(self)) or self._bind(rt)
+        bound = rt.kernels.get(id(self)) or self._bind(rt)
         if len(args) != len(bound.plan):
             names = ", ".join(p.declared for p in bound.params)
             raise ArgumentTypeError(f"kernel {self.name} takes {len(bound.plan)} arguments "
@@ -526,14 +526,14 @@ class Kernel:
 
     def bound(self, rt: Runtime) -> _Bound:
         """This kernel's state in ``rt``'s context, made on first use and kept by the runtime."""
-        return rt.memo(Kernel).get(id(self)) or self._bind(rt)
+        return rt.kernels.get(id(self)) or self._bind(rt)
 
     def _bind(self, rt: Runtime) -> _Bound:
         built = self.program.build(rt.device)
         if self.name not in built.signatures:
             raise AttributeError(f"{self.program.origin} has no kernel {self.name!r}; "
                                  f"its kernels are: {', '.join(built.kernel_names)}")
-        bounds = rt.memo(Kernel)  # by id: a kernel that goes leaves its runtimes' state too
+        bounds = rt.kernels  # by id: a kernel that goes leaves its runtimes' state too
         bound = bounds.make(id(self), lambda: _Bound(self.name, rt, built))
         if bound.kernel is None:
             bound.kernel = weakref.finalize(self, bounds.drop, id(self))

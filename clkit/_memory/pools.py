@@ -84,7 +84,9 @@ class Pools:
         """A buffer of ``nbytes`` from the pool of ``queue`` (the runtime's own by default), for
         work on that queue; past the device's share, the held buffers go back first."""
         p = self._pool(queue or self.rt.own_queue)
-        if self.held_bytes() > self.rt.device.global_mem // POOL_SHARE:
+        held = (p.managed_bytes - p.active_bytes if len(self._by_queue) == 1 else
+                self.held_bytes())
+        if held > self.rt.device.global_mem // POOL_SHARE:
             self.free_held()
         return p.allocate(max(1, nbytes))
 
@@ -108,7 +110,7 @@ class Pools:
 
 def pools(rt: Runtime) -> Pools:
     """The runtime's pools, made on first use."""
-    return rt.held(Pools, lambda: Pools(rt))
+    return rt.held(Pools, Pools, rt)
 
 
 def scratch(rt: Runtime, nbytes: int, queue=None, dtype=None):

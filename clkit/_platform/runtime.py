@@ -68,16 +68,19 @@ class Runtime:
         self.lost: str | None = None
         self.in_use = InUse()
         self._held = Memo()  # owner -> what it keeps in this context (see held)
+        #: The kernels bound in this context, by ``id`` of their :class:`clkit.Kernel` (looked
+        #: up at every launch, so an attribute of its own).
+        self.kernels = Memo()
 
-    def held(self, owner, make):
-        """What ``owner`` keeps in this context, made by ``make()`` on first use.
+    def held(self, owner, make, *args):
+        """What ``owner`` keeps in this context, made by ``make(*args)`` on first use.
 
         ``owner`` is the function or class that uses it (its key); the object
         lives as long as this runtime works, and is dropped when its context
         is lost, so that nothing of a dead context is used again.
         """
         found = self._held.get(owner)
-        return found if found is not None else self._held.make(owner, make)
+        return found if found is not None else self._held.make(owner, lambda: make(*args))
 
     def memo(self, owner, limit: int | None = None) -> Memo:
         """The ``Memo`` (``clkit._platform.memo``) ``owner`` keeps in this context (see
@@ -89,6 +92,7 @@ class Runtime:
         """Drop everything kept in this context (pools, builds, plans...): the next calls make
         them again, builds from the disk cache.  For tests and benchmarks that start cold."""
         self._held.clear()
+        self.kernels.clear()
 
     @property
     def queue(self) -> cl.CommandQueue:
