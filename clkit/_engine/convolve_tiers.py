@@ -18,7 +18,7 @@ from .._build import build as _build, tiers as _tiers
 from .._launch.kernel import Prepared
 from .._memory import transfer as _transfer
 from .._platform.runtime import runtime
-from .dispatch import TYPE_CODES, program, round_up
+from .operation import TYPE_CODES, program, round_up
 
 
 class Specialised:

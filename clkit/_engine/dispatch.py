@@ -16,57 +16,34 @@ everything else:
 - numpy arrays in: uploaded (wrapped in place on CPU drivers), computed and
   copied home, in tiles when they do not fit the device;
 - the plans, made once per (operation, its parameters and shapes, band) and
-  kept by the device's runtime (the most recent :data:`MAX_PLANS`).
+  kept by the device's runtime (the most recent :data:`MAX_PLANS`);
+- at a runtime's first call, the builds later calls will likely want, queued
+  ahead (:func:`~clkit._engine.filter.prebuild_generic`).
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 import pyopencl as cl
 from pyopencl.array import Array
 
 from .._errors import ArgumentValueError
-from .._launch.program import Program, load
 from .._memory import transfer as _transfer
 from .._memory import pools as _memory
 from .._memory.pinned import result_empty
-from .._memory.transfer import INPUT_ALIGN, aligned_empty
+from .._memory.transfer import aligned_empty
 from .._platform.devices import Device, check_process, default_device, select, select_many
 from .._platform.runtime import (Runtime, after, runtime, runtime_of_array, simulator_in_use,
                                  simulator_turn)
 from . import bands as _bands
 from .checks import check_out, check_same_kind
+from .filter import prebuild_generic
+from .operation import Operation
 
-CL_TYPES = {
-    np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar", np.dtype(np.int16): "short",
-    np.dtype(np.uint16): "ushort", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint",
-    np.dtype(np.int64): "long", np.dtype(np.uint64): "ulong", np.dtype(np.float32): "float",
-    np.dtype(np.float64): "double",
-}
-#: The numbers of the element types in kernels that take one at run time (vector_add.cl,
-#: convolution_generic.cl's to_acc): CL_TYPES's order.
-TYPE_CODES = {dtype: i for i, dtype in enumerate(CL_TYPES)}
 #: Plans kept; each holds a few small device buffers (masks, row maps).
 MAX_PLANS = 256
 #: Bytes of data a speed probe moves through a device.
 PROBE_BYTES = 8 << 20
-
-
-@functools.lru_cache(maxsize=None)
-def _program(name: str, defines: tuple, options: tuple) -> Program:
-    return load(name, defines=dict(defines), options=options)
-
-
-def program(name: str, options: tuple = (), **defines) -> Program:
-    """The library program ``kernels_cl/<name>.cl`` built with these defines (one object each)."""
-    return _program(name, tuple(sorted(defines.items())), tuple(options))
-
-
-def round_up(n: int, m: int) -> int:
-    """The smallest multiple of ``m`` that is at least ``n`` (and at least ``m``)."""
-    return max(m, -(-n // m) * m)
 
 
 def is_multi(device) -> bool:
@@ -101,68 +78,6 @@ def home_device(name: str, device, arrays) -> Device:
     return chosen
 
 
-class Operation:
-    """One library call's work, as :func:`run` needs it described.
-
-    Subclasses set ``name`` (the function's, for messages), ``shape`` and
-    ``dtype`` (the result's; rows are the first axis), ``key`` (hashable:
-    everything beside the device and the band that decides the kernels and
-    their arguments, shapes and dtypes included) and implement :meth:`plan`.
-    An operation holds no data, so it can be sent to MPI ranks.
-    """
-
-    name = ""
-    shape: tuple = ()
-    dtype = np.dtype(np.float32)
-    key: tuple = ()
-    #: Input rows a band reads beyond its own (tiles leave room for them).
-    halo = 0
-    #: Device bytes of temporaries per input row.
-    scratch_row_bytes = 0
-    #: Device bytes of result per output row, for operations whose result size varies.
-    result_row_bytes = 0
-    #: The widest load or store of the kernels: numpy memory aligned to it is used in place
-    #: on devices that share memory with the host.
-    align = INPUT_ALIGN
-    #: What the tiles cut, for messages.
-    what = "input"
-    #: Whether each output element is computed from the inputs' elements at its own place
-    #: only, so that ``out=`` may be one of the inputs itself (not another view of it).
-    elementwise = False
-    #: Whether each band makes results of its own size (a tuple of device arrays), which
-    #: are joined along the first axis, instead of filling its rows of one result.
-    gathers = False
-
-    @property
-    def speed_key(self):
-        """What the speed of a device for this work depends on (not the number of rows)."""
-        return (self.name, self.key)
-
-    def rows(self, r0: int, r1: int):
-        """The input rows output rows ``[r0, r1)`` read: ``(lo, hi)`` or a sorted index array."""
-        return r0, r1
-
-    def plan(self, rt: Runtime, r0: int, r1: int):
-        """``launch(queue, srcs, dst)`` for output rows ``[r0, r1)`` on a device.
-
-        ``launch`` enqueues the kernels that compute the band into ``dst``
-        from ``srcs`` (one device array per input, holding the rows
-        :meth:`rows` names) and returns without waiting; when the operation
-        gathers, ``dst`` is None and it returns the band's results.  A plan
-        whose kernels come in tiers is instead an object whose ``choose()``
-        gives the launch of the tier a call runs, asked once per call.
-        """
-        raise NotImplementedError
-
-    def probe_band(self, rows: int) -> tuple[int, int]:
-        """The output rows a speed probe of ``rows`` rows computes."""
-        return 0, rows
-
-    def empty(self) -> tuple:
-        """A gathering operation's results for an input of no rows."""
-        raise NotImplementedError
-
-
 def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
     """``(input rows, launch)`` of output rows ``[r0, r1)`` on ``rt``: the operation's plan,
     made once per runtime (which keeps the most recent :data:`MAX_PLANS`); a plan with tiers
@@ -172,6 +87,10 @@ def _plan(op: Operation, rt: Runtime, r0: int, r1: int):
     key = (op.key, dev.type, dev.local_mem, dev.fp64, r0, r1)
     found = rt.memo(_plan, MAX_PLANS).get(key)
     if found is None:
+        # the first library call on a runtime queues the builds its later calls will likely
+        # want, ahead (the convolution's generic program, its conversions)
+        rt.held(prebuild_generic, lambda: prebuild_generic(dev) or True)
+
         def make():
             plan = op.plan(rt, r0, r1)
             return op.rows(r0, r1), plan, getattr(plan, "choose", None)

@@ -25,7 +25,7 @@ from .checks import (check_dtype, check_ndim, check_number, host_array, is_devic
                      require_fp64)
 from .conv_geometry import fused, geometry, tmp_pitch
 from .convolve_tiers import UNOPTIMISED, Generic, Specialised
-from .dispatch import CL_TYPES, Operation, program
+from .operation import CL_TYPES, Operation, program
 from .taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
 
 #: The most taps of a mask whose used taps are listed in a build define (two characters a tap)
@@ -295,13 +295,11 @@ class Filter(Operation):
         The specialised build's launch where it must serve (the generic kernel writes the type
         it sums in, so integers summed in double for a float32 result, WIDE_INTEGERS on devices
         with fp64, always take the specialised one), else a :class:`_Tiered` plan, whose tier
-        (see clkit/_build/tiers.py) is chosen each time the plan is fetched.  The first plan
-        of a runtime queues the builds later calls will likely want (:func:`prebuild_generic`).
+        (see clkit/_build/tiers.py) is chosen each time the plan is fetched.
         """
         device = rt.device
         if self.dtype == np.float64:
             require_fp64(self.name, device, "a float64 image")
-        rt.held(prebuild_generic, lambda: prebuild_generic(device) or True)
         prg, shape = self._program(device)
         specialised = self._passes(rt, r0, r1, Specialised(prg, shape))
         if self.acc(device) != self.dtype:

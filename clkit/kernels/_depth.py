@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._engine.checks import array, check_dtype, check_ndim, check_number, is_device_array
-from .._engine.dispatch import CL_TYPES, Operation, program, run
+from .._engine.dispatch import run
+from .._engine.operation import CL_TYPES, Operation, program
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory import pools as _memory

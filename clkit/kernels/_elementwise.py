@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from .._engine.checks import array, check_dtype, check_out, is_device_array, require_fp64
-from .._engine.dispatch import CL_TYPES, TYPE_CODES, Operation, program, round_up, run
+from .._engine.dispatch import run
+from .._engine.operation import CL_TYPES, TYPE_CODES, Operation, program, round_up
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._launch.kernel import Prepared
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._engine.checks import array, check_dtype, check_ndim
-from .._engine.dispatch import CL_TYPES, Operation, program, round_up, run
+from .._engine.dispatch import run
+from .._engine.operation import CL_TYPES, Operation, program, round_up
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._launch.kernel import Prepared
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._engine.dispatch import program, round_up
+from .._engine.operation import program, round_up
 from .._memory import transfer as _transfer
 from .._memory import pools as _memory
 from .._platform.devices import select

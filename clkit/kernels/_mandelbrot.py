@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._engine.checks import check_dtype, check_number, is_device_array, require_fp64
-from .._engine.dispatch import (CL_TYPES, Operation, home_device, is_multi, program, round_up, run,
-                                run_rows)
+from .._engine.dispatch import home_device, is_multi, run, run_rows
+from .._engine.operation import CL_TYPES, Operation, program, round_up
 from .._errors import ArgumentValueError
 from .._platform.devices import select_many
 
