@@ -22,9 +22,9 @@ import math
 import numpy as np
 import pyopencl.array as cl_array
 
-from .._launch.prepared import Prepared
+from .._launch.kernel import Prepared
 from .._memory import pools as _memory
-from .dispatch import CL_TYPES, program
+from .operation import CL_TYPES, program
 
 _CL = dict(CL_TYPES)
 _CL[np.dtype(np.bool_)] = "uchar"
