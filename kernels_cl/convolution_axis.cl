@@ -2,11 +2,7 @@
  * convolution_axis.cl: a 1-D correlation (or mean) along one axis of an N-D array, as
  * scipy.ndimage.correlate1d and uniform_filter1d compute it.
  *
- * The array is seen as (outer, len, inner): `len` elements along the axis, `inner` the product
- * of the axis's following dimensions (its stride in elements). One work-item computes one output
- * element; the work-items of dimension 0 are neighbours in memory (the axis itself when it is
- * the last one, LAST=1: global size (len, outer); else along `inner`: (inner, len, outer)), so
- * that a GPU's loads coalesce and a CPU driver vectorises across them.
+ * Work-items map to elements as ndimage.h describes (AXIS_ELEMENTS).
  *
  * The window: `taps` weights, the input offset of tap 0 being i - shift (taps / 2 + origin);
  * `symmetric` 1 for symmetric weights, -1 antisymmetric, 0 neither: scipy's three orders of
@@ -50,6 +46,30 @@
     }
 #endif
 
+/* The sums of VW neighbouring elements at once, the first at `out`; `p` their first window's
+ * first tap, `step` the distance between taps. */
+#define VECTOR_SUMS(out, p, step)                                                         \
+    {                                                                                     \
+        const long step_ = (step);                                                        \
+        VACC sum;                                                                         \
+        WINDOW_SUM(VECTOR_TAP)                                                            \
+        ACC_T lanes[VW];                                                                  \
+        VSTORE_ACC(sum, lanes);                                                           \
+        for (int l = 0; l < VW; l++)                                                      \
+            clk_store(dst, (out) + l, lanes[l]);                                          \
+    }
+#define VECTOR_TAP(k) VLOAD(p, (long)(k) * step_)
+/* The sum of element i of the line that starts at `base`, each tap folded. */
+#define SCALAR_SUM(i, base)                                                               \
+    {                                                                                     \
+        const long base_ = (base);                                                        \
+        const int start_ = (i) - shift;                                                   \
+        ACC_T sum;                                                                        \
+        WINDOW_SUM(FOLDED_TAP)                                                            \
+        clk_store(dst, base_ + (long)(i) * STRIDE, sum);                                  \
+    }
+#define FOLDED_TAP(k) read_tap(src, base_, start_ + (k), len, STRIDE, cval, false, border)
+
 __kernel void correlate_axis(__global const SRC_T *src, __global DST_T *dst,
                              __constant ACC_T *w, int len, long inner, ACC_T cval,
                              int taps_, int shift_, int symmetric_, int border)
@@ -57,31 +77,5 @@ __kernel void correlate_axis(__global const SRC_T *src, __global DST_T *dst,
 #if GENERIC
     const int taps = taps_, shift = shift_, symmetric = symmetric_;
 #endif
-#if LAST
-    const int i = get_global_id(0);
-    const long base = (long)get_global_id(1) * len;
-    if (i >= len)
-        return;
-#else
-    const long x = get_global_id(0);
-    const int i = get_global_id(1);
-    const long base = (long)get_global_id(2) * len * inner + x;
-    if (x >= inner)
-        return;
-#endif
-    const int start = i - shift;
-    ACC_T sum;
-    /* The window inside the line (almost every element) reads without folding: its own copy
-     * of the sums, so that the loop has no test per tap. */
-    if (start >= 0 && start + taps <= len) {
-        __global const SRC_T *p = src + base + (long)start * inner;
-#define V(k) LOAD(p, (long)(k) * inner)
-        WINDOW_SUM(V)
-#undef V
-    } else {
-#define V(k) read_tap(src, base, start + (k), len, inner, cval, false, border)
-        WINDOW_SUM(V)
-#undef V
-    }
-    clk_store(dst, base + (long)i * inner, sum);
+    AXIS_ELEMENTS(VECTOR_SUMS, SCALAR_SUM)
 }

@@ -109,6 +109,66 @@ CLK_INLINE ACC_T read_tap(__global const SRC_T *src, long base, int j, int len, 
     return LOAD(src, base + (long)j * inner);
 }
 
+/* The 1-D kernels along an axis (convolution_axis.cl, rank_filter_axis.cl): the array is
+ * (outer, len, inner), `len` elements along the axis and `inner` the product of the following
+ * dimensions (the axis's stride). A work-item computes VW neighbouring output elements: along
+ * the axis itself when it is the last one (LAST=1: global size (ceil(len / VW), outer)), else
+ * along `inner` (global size (ceil(inner / VW), len, outer)), so that its loads are vectors of
+ * VW neighbours (on CPUs; VW=1 on GPUs, whose neighbouring work-items coalesce). Where all
+ * VW windows lie inside the line, the sums run on vectors with no folding; elsewhere element
+ * by element, folding each tap. Both give the same sums, lane by lane. */
+#ifndef VW
+#define VW 1
+#endif
+#if LAST
+#define STRIDE 1
+#else
+#define STRIDE inner
+#endif
+#if VW == 1
+#define VACC ACC_T
+#define VLOAD(p, off) CLK_CONVERT(ACC_T)(LOAD_RAW((p), (off)))
+#define VSTORE_ACC(v, a) ((a)[0] = (v))
+#elif SRC_HALF
+#define VACC CLK_VEC(ACC_T, VW)
+#define VLOAD(p, off) CLK_CONVERT(VACC)(CLK_CAT(vload_half, VW)(0, (p) + (off)))
+#define VSTORE_ACC(v, a) CLK_VSTORE(VW)((v), 0, (a))
+#else
+#define VACC CLK_VEC(ACC_T, VW)
+#define VLOAD(p, off) CLK_CONVERT(VACC)(CLK_VLOAD(VW)(0, (p) + (off)))
+#define VSTORE_ACC(v, a) CLK_VSTORE(VW)((v), 0, (a))
+#endif
+
+/* Runs BODY(i, base, p, step) for the work-item's elements: VECTOR for its VW elements at once
+ * where their windows lie inside the line (p: the first window's first tap, step: the stride
+ * of taps), SCALAR(i, base) element by element otherwise. */
+#if LAST
+#define AXIS_ELEMENTS(VECTOR, SCALAR)                                                     \
+    const int i0 = get_global_id(0) * VW;                                                 \
+    const long base = (long)get_global_id(1) * len;                                       \
+    if (i0 + VW <= len && i0 - shift >= 0 && i0 + VW - 1 - shift + taps <= len) {         \
+        __global const SRC_T *p = src + base + (i0 - shift);                              \
+        VECTOR(base + i0, p, 1)                                                           \
+    } else {                                                                              \
+        for (int j = 0; j < VW && i0 + j < len; j++) {                                    \
+            SCALAR(i0 + j, base)                                                          \
+        }                                                                                 \
+    }
+#else
+#define AXIS_ELEMENTS(VECTOR, SCALAR)                                                     \
+    const long x0 = (long)get_global_id(0) * VW;                                          \
+    const int i = get_global_id(1);                                                       \
+    const long line = (long)get_global_id(2) * len * inner;                               \
+    if (x0 + VW <= inner && i - shift >= 0 && i - shift + taps <= len) {                  \
+        __global const SRC_T *p = src + line + x0 + (long)(i - shift) * inner;            \
+        VECTOR(line + x0 + (long)i * inner, p, inner)                                     \
+    } else {                                                                              \
+        for (int j = 0; j < VW && x0 + j < inner; j++) {                                  \
+            SCALAR(i, line + x0 + j)                                                      \
+        }                                                                                 \
+    }
+#endif
+
 #ifdef NDIM
 /* The N-D kernels: the global size is (shape[NDIM - 1], the product of the other sizes), so
  * that work-items of dimension 0 are neighbours along the last axis. Tap t reads the element

@@ -108,14 +108,21 @@ def _constant(job: Work, host: np.ndarray):
     return _memory.constant(job.rt, np.ascontiguousarray(host))
 
 
-def _axis_geometry(shape: tuple, axis: int):
-    """(len, inner, global size) of a pass along ``axis`` (see convolution_axis.cl)."""
+#: Elements per work-item of the 1-D kernels on CPUs (one vector); GPUs take one.
+CPU_VECTOR = 8
+
+
+def _axis_geometry(job: Work, axis: int, defines: dict):
+    """(len, inner, global size) of a pass along ``axis``; sets LAST and VW (see ndimage.h)."""
+    shape = job.shape
     length = shape[axis]
     inner = math.prod(shape[axis + 1:])
     outer = math.prod(shape[:axis])
+    vw = CPU_VECTOR if job.device.type == "cpu" else 1
+    defines.update(LAST=int(inner == 1), VW=vw)
     if inner == 1:
-        return length, 1, (length, outer), 1
-    return length, inner, (inner, length, outer), 0
+        return length, 1, (-(-length // vw), outer)
+    return length, inner, (-(-inner // vw), length, outer)
 
 
 def symmetry(weights: np.ndarray) -> int:
@@ -152,10 +159,9 @@ def _window(job: Work, defines: dict, **window) -> tuple:
 def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: int,
                    border: str, cval: float) -> None:
     """``dst`` = scipy.ndimage.correlate1d(src, weights, axis, origin) (weights float64)."""
-    length, inner, gsize, last = _axis_geometry(job.shape, axis)
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    defines["LAST"] = last
+    length, inner, gsize = _axis_geometry(job, axis, defines)
     window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
                      symmetric=symmetry(weights), border=border)
     w = _constant(job, weights.astype(acc))
@@ -166,10 +172,10 @@ def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: 
 def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: str,
               cval: float) -> None:
     """``dst`` = the mean of each window of ``size`` along ``axis`` (uniform_filter1d)."""
-    length, inner, gsize, last = _axis_geometry(job.shape, axis)
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    defines.update(LAST=last, MEAN=1)
+    length, inner, gsize = _axis_geometry(job, axis, defines)
+    defines["MEAN"] = 1
     window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
                      border=border)
     w = _constant(job, np.zeros(1, acc))  # (unread)
@@ -180,10 +186,10 @@ def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: st
 def min_or_max_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: str,
                     cval: float, maximum: bool) -> None:
     """``dst`` = minimum_filter1d or maximum_filter1d of ``src`` along ``axis``."""
-    length, inner, gsize, last = _axis_geometry(job.shape, axis)
     acc = np.dtype(np.float64) if job.device.fp64 else np.dtype(np.float32)
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    defines.update(LAST=last, MAXIMUM=int(maximum))
+    length, inner, gsize = _axis_geometry(job, axis, defines)
+    defines["MAXIMUM"] = int(maximum)
     window = _window(job, defines, taps=size, shift=size // 2 + origin, border=border)
     _launch(job, "rank_filter_axis", "min_or_max_axis", defines,
             (length, inner, float(acc.type(cval))) + window, gsize, src, dst)
