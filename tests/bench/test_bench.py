@@ -15,6 +15,13 @@ from _cli import REPO, clkit, fails
 
 FILTER_CASES = ("convolve_5x5", "convolve_9x9", "gaussian_blur", "gaussian_blur_sigma10")
 KERNEL_CASES = ("grayscale", *FILTER_CASES, "vector_add", "mandelbrot", "depth_to_points")
+#: clkit.ndimage's cases: scipy is their reference (no serial or numpy variant); those with an
+#: OpenCV equivalent second.
+NDIMAGE_CASES = ("ndimage_gaussian_filter_sigma2_float32", "ndimage_gaussian_filter_sigma2_uint8",
+                 "ndimage_gaussian_gradient_magnitude_sigma2_float32")
+NDIMAGE_CV2_CASES = ("ndimage_uniform_filter_5_float32", "ndimage_sobel_float32",
+                     "ndimage_minimum_filter_5_uint8", "ndimage_maximum_filter_5_uint8",
+                     "ndimage_median_filter_5_uint8", "ndimage_median_filter_5_float32")
 
 
 def installed(name):
@@ -55,7 +62,8 @@ def test_small_run_json_has_every_kernel_and_baseline(small_run):
     assert machine["versions"]["numpy"] and machine["versions"]["pyopencl"]
     assert [d["type"] for d in machine["devices"]] == ["cpu"]
     cases = {c["id"]: c for c in report["cases"]}
-    assert set(KERNEL_CASES) | {"transfers"} == set(cases)
+    assert set(KERNEL_CASES) | {"transfers"} | set(NDIMAGE_CASES + NDIMAGE_CV2_CASES) == \
+        set(cases)
     expected = {cid: {"serial", "numpy", "clkit_kernel", "clkit_e2e"} for cid in KERNEL_CASES}
     for cid in FILTER_CASES:
         if installed("scipy"):
@@ -76,6 +84,15 @@ def test_small_run_json_has_every_kernel_and_baseline(small_run):
         assert results["serial"]["scale"] > 1  # a subset, scaled to the full size
         assert results["clkit_kernel"]["check"] == "ok"
         assert results["clkit_e2e"]["check"] == "ok"
+    if installed("scipy"):
+        for cid in NDIMAGE_CASES + NDIMAGE_CV2_CASES:
+            results = {r["key"]: r for r in cases[cid]["results"]}
+            keys = {"scipy", "clkit_kernel", "clkit_e2e"} | \
+                ({"cv2"} if cid in NDIMAGE_CV2_CASES and installed("cv2") else set())
+            assert keys <= set(results), (cid, keys - set(results))
+            assert all(results[k]["error"] is None for k in keys), cid
+            assert results["clkit_kernel"]["check"] == "ok", cid
+            assert results["clkit_e2e"]["check"] == "ok", cid
     for cid, per_unit in (("grayscale", 4), ("convolve_5x5", 8), ("vector_add", 12)):
         assert cases[cid]["bytes"] == per_unit * cases[cid]["count"]
         kernel = next(r for r in cases[cid]["results"] if r["key"] == "clkit_kernel")
