@@ -56,14 +56,20 @@ class Job(Work):
     # -- arrays on the device ---------------------------------------------------------------
 
     def source(self):
-        """The input on the device, C-contiguous (bool as its bytes)."""
+        """The input on the device, C-contiguous (bool as its bytes).
+
+        The job keeps it until :meth:`finish` has waited for the passes: an upload may wrap
+        host memory of its own (an aligned copy of the input), which must outlive the kernels
+        that read it, however soon the caller moves on from the array.
+        """
         x = self.input
         if self.on_device:
             after(self.queue, x.queue)
             x = _memory.contiguous_device(x)
         else:
             x = _transfer.upload(self.rt, np.ascontiguousarray(x), self.queue)
-        return raw(x)
+        self._source = raw(x)
+        return self._source
 
     def empty(self, dtype=None):
         """A device array of the input's shape (the result's dtype unless given)."""

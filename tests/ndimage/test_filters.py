@@ -302,3 +302,21 @@ def test_output_may_be_the_input_itself(device, dtype):
         got.append(a)
     for g, e in zip(got, expected):
         check(g, e, "output=input")
+
+
+def test_input_copied_for_alignment_outlives_the_passes(device):
+    """An input that a driver cannot use in place (here 8 bytes off a 16-byte boundary) is
+    copied to aligned memory for the kernels; that copy must live until they have read it,
+    however soon the filter moves on to its next pass."""
+    rng = np.random.default_rng(1)
+    for i in range(20):
+        raw = np.empty(9 * 14 * 8 + 24, np.uint8)
+        start = 8 + (-raw.ctypes.data % 16)
+        x = raw[start:start + 9 * 14 * 8].view(np.int64).reshape(9, 14)
+        x[...] = rng.integers(-1000, 1000, x.shape, endpoint=True)
+        assert x.ctypes.data % 16 == 8
+        for fn, args in [("correlate1d", ([0.5, -1.25, 2.0],)), ("maximum_filter1d", (3,))]:
+            kwargs = dict(axis=0, origin=1, mode="grid-wrap" if fn == "correlate1d" else "wrap")
+            np.testing.assert_array_equal(
+                getattr(cn, fn)(x, *args, device=device, **kwargs),
+                getattr(sn, fn)(x, *args, **kwargs), err_msg=f"{fn} call {i}")
