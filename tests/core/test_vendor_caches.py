@@ -9,20 +9,20 @@ runtimes and Mesa follow it, but NVIDIA's driver keeps its JIT cache in ``$HOME/
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from _where import CWD, child_env
+
 SCRIPT = "import os, clkit; clkit.devices(); print(os.environ.get('CUDA_CACHE_PATH'))"
 
 
 def run_without_home(tmp_path, **more):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("XDG_CACHE_HOME", "CLKIT_CACHE_DIR", "POCL_CACHE_DIR", "CUDA_CACHE_PATH")}
-    env.update(HOME=str(tmp_path / "no-such-home"), TMPDIR=str(tmp_path / "tmp"),
-               PYTHONPATH=str(REPO), **more)
+    env = child_env({k: v for k, v in os.environ.items()
+                     if k not in ("XDG_CACHE_HOME", "CLKIT_CACHE_DIR", "POCL_CACHE_DIR",
+                                  "CUDA_CACHE_PATH")},
+                    HOME=str(tmp_path / "no-such-home"), TMPDIR=str(tmp_path / "tmp"), **more)
     (tmp_path / "tmp").mkdir(exist_ok=True)
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
+                          text=True, timeout=300, cwd=CWD)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 

@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,8 +27,8 @@ import scipy.ndimage
 import clkit
 import clkit.kernels as ck
 from _reference import skip_on_simulator
+from _where import CWD, child_env
 
-REPO = Path(__file__).resolve().parents[2]
 
 # Spins, then copies: a reader (or writer) that comes late on its queue.
 SLOW = """
@@ -141,7 +140,7 @@ def test_out_on_another_queue_under_python_O(device):
     skip_on_simulator(device, "a few hundred calls")
     proc = subprocess.run([sys.executable, "-O", "-c", OPTIMISED, device.id, SLOW, "50",
                            str(spins(device))], capture_output=True, text=True, timeout=600,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          cwd=CWD, env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "0", f"wrong results of 50: {proc.stdout}"
 
@@ -247,10 +246,10 @@ sys.exit(1 if errors else 0)
 def test_threads_on_the_simulator_take_turns():
     if not any(d.simulator for d in clkit.devices()):
         pytest.skip("needs the Oclgrind simulator")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OCLGRIND_", "CLKIT_DEBUG"))}
-    env["PYTHONPATH"] = str(REPO)
+    env = child_env({k: v for k, v in os.environ.items()
+                     if not k.startswith(("OCLGRIND_", "CLKIT_DEBUG"))})
     proc = subprocess.run([sys.executable, "-c", SIMULATOR_THREADS], capture_output=True,
-                          text=True, timeout=600, cwd=REPO, env=env)
+                          text=True, timeout=600, cwd=CWD, env=env)
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-3000:])
 
 
