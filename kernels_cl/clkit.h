@@ -116,6 +116,25 @@ CLK_INLINE int clk_fold(int i, int n)
 #endif
 }
 
+/* A border mode chosen at run time, for the generic builds that take it as an argument (one
+ * build for every mode): `border` is one of the BORDER_* numbers, the same for every work-item,
+ * so the switch is a uniform branch. Returns what clk_fold returns in a build of that mode. */
+CLK_INLINE int clk_fold_by(int i, int n, int border)
+{
+    switch (border) {
+    case BORDER_MIRROR:
+        return clk_fold_mirror(i, n);
+    case BORDER_NEAREST:
+        return clk_fold_nearest(i, n);
+    case BORDER_WRAP:
+        return clk_fold_wrap(i, n);
+    case BORDER_CONSTANT:
+        return clk_fold_constant(i, n);
+    default:
+        return clk_fold_reflect(i, n);
+    }
+}
+
 /* Ceiling division for non-negative operands, for counts of blocks. */
 #define CLK_DIV_UP(a, b) (((a) + (b) - 1) / (b))
 

@@ -61,24 +61,6 @@
 #define LOADG(p) CLK_VLOAD(GV)(0, (p))
 #define STOREG(v, p) CLK_VSTORE(GV)((v), 0, (p))
 
-/* Fold coordinate i into [0, n) by a border mode chosen at run time (-1: use cval). The mode is
- * the same for every work-item, so the switch is a uniform branch. */
-CLK_INLINE int fold_by(int i, int n, int border)
-{
-    switch (border) {
-    case BORDER_MIRROR:
-        return clk_fold_mirror(i, n);
-    case BORDER_NEAREST:
-        return clk_fold_nearest(i, n);
-    case BORDER_WRAP:
-        return clk_fold_wrap(i, n);
-    case BORDER_CONSTANT:
-        return clk_fold_constant(i, n);
-    default:
-        return clk_fold_reflect(i, n);
-    }
-}
-
 #if defined(CONVERT) || defined(WITH_CONVERT)
 /* An image of another element type converted to ACC_T, element i per work-item; `type` names
  * the source type (TYPE_* below). One kernel with a uniform switch rather than one per type. */
@@ -127,7 +109,7 @@ CLK_INLINE ACC_T folded(__global const ACC_T* src, const int srow, const int row
     /* floor division: j may reach left of the row */
     const int t = c0 + j;
     const int dx = t >= 0 ? t / channels : -((channels - 1 - t) / channels);
-    const int xs = fold_by(x0 + dx, width, border);
+    const int xs = clk_fold_by(x0 + dx, width, border);
     return (srow < 0 || xs < 0) ? cval
          : src[(size_t)srow * (size_t)rowlen + xs * channels + (t - dx * channels)];
 }

@@ -75,26 +75,10 @@ CLK_INLINE void clk_store(__global DST_T *p, long i, ACC_T v)
  * generic one (GENERIC=1), for small arrays, takes them as the kernel's arguments, so that
  * one build per element type serves every window and mode. Kernels take both and use one. */
 #if GENERIC
-#define FOLD(i, n) clk_fold_any((i), (n), border)
+#define FOLD(i, n) clk_fold_by((i), (n), border)
 #else
 #define FOLD(i, n) clk_fold((i), (n))
 #endif
-
-CLK_INLINE int clk_fold_any(int i, int n, int border)
-{
-    switch (border) {
-    case BORDER_REFLECT:
-        return clk_fold_reflect(i, n);
-    case BORDER_MIRROR:
-        return clk_fold_mirror(i, n);
-    case BORDER_NEAREST:
-        return clk_fold_nearest(i, n);
-    case BORDER_WRAP:
-        return clk_fold_wrap(i, n);
-    default:
-        return clk_fold_constant(i, n);
-    }
-}
 
 /* Element `j` of the line starting at `base` with stride `inner`, folded by the border mode
  * unless the whole window lies inside the line (`inside`); cval outside in constant mode. */
