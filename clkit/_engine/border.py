@@ -15,6 +15,13 @@ import numpy as np
 #: The border modes, as scipy.ndimage names them, and their names in the kernels.
 MODES = {"reflect": "BORDER_REFLECT", "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
          "wrap": "BORDER_WRAP", "constant": "BORDER_CONSTANT"}
+#: The same with scipy.ndimage's ``grid-*`` spellings, which its filters take as aliases.
+SCIPY_MODES = {**MODES, "grid-mirror": "BORDER_REFLECT", "grid-wrap": "BORDER_WRAP",
+               "grid-constant": "BORDER_CONSTANT"}
+#: A mode's name from its name in the kernels.
+NAMES = {border: mode for mode, border in MODES.items()}
+#: clkit.h's numbers of the modes, which the generic builds take as a kernel argument.
+NUMBERS = {border: i for i, border in enumerate(MODES.values())}
 
 
 def fold(i, n: int, mode: str) -> np.ndarray:

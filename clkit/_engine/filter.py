@@ -20,7 +20,7 @@ from .._memory import transfer as _transfer
 from .._memory import pools as _memory
 from .._platform.memo import Memo
 from .._platform.runtime import runtime, runtime_of_array
-from .border import MODES, band_rows
+from .border import MODES, NUMBERS, band_rows
 from .checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                      require_fp64)
 from .conv_geometry import fused, geometry, tmp_pitch
@@ -115,7 +115,7 @@ class Filter(Operation):
         self.channels = shape[2] if len(shape) == 3 else 1
         self.skip_zero_taps = skip_zero_taps
         self.bake_weights = bake_weights
-        self.key = (name, self.shape, self.image_dtype, mask_key, mode, cval)
+        self.key = (name, self.shape, self.image_dtype, mask_key, mode, cval, anchor)
         self.halo = corr.shape[0] - 1
         # the two-pass temporary, per source row, in the widest type the sums may take
         wide = 8 if self.image_dtype in WIDE_INTEGERS else self.dtype.itemsize
@@ -142,8 +142,10 @@ class Filter(Operation):
         return check_number(name, "cval", cval, finite=False)
 
     @classmethod
-    def for_mask(cls, name, image, mask, mode, cval):
-        """The filter of ``scipy.ndimage.convolve(image, mask, mode, cval)``."""
+    def for_mask(cls, name, image, mask, mode, cval, anchor=None):
+        """The filter of ``scipy.ndimage.convolve(image, mask, mode, cval)``; ``anchor``
+        (taps above and left of the output element in correlation form) shifts it, as
+        scipy's ``origin`` does (default: the centre, scipy's origin 0)."""
         cval = cls._check_image(name, image, mode, cval)
         if is_device_array(mask):
             mask = _transfer.download(runtime_of_array(mask), mask)
@@ -156,7 +158,8 @@ class Filter(Operation):
         # the precision the sums may have on some device
         acc = "d" if image.dtype in (np.float64,) + WIDE_INTEGERS else "f"
         mask_key = (np.ascontiguousarray(m).tobytes(), m.shape, m.dtype.str)
-        corr, anchor, factors = correlation_mask(*mask_key, acc)
+        corr, centre, factors = correlation_mask(*mask_key, acc)
+        anchor = centre if anchor is None else tuple(anchor)
         return cls(name, image.shape, image.dtype, corr, anchor, factors, mode, cval, mask_key,
                    skip_zero_taps=True)
 
@@ -377,7 +380,7 @@ class Filter(Operation):
         queue = rt.new_queue()
         prg, shape = self._program(rt.device)
         if generic:
-            passes = Generic(small, shape, rt, queue, border=list(MODES).index(self.mode))
+            passes = Generic(small, shape, rt, queue, border=NUMBERS[MODES[self.mode]])
             src = _transfer.upload(rt, np.zeros(small.shape, passes.acc), queue)
         else:
             passes = Specialised(prg, shape)
@@ -399,7 +402,7 @@ class _Tiered:
         # picklable, so that a helper process can build and launch them (clkit/_build/helper.py)
         self.prime = functools.partial(f._prime, rt.device)
         self.prime_generic = functools.partial(f._prime, rt.device, generic=True)
-        self.border = list(MODES).index(f.mode)
+        self.border = NUMBERS[MODES[f.mode]]
 
     def choose(self):
         """The launch ``(queue, srcs, dst)`` this call runs."""

@@ -24,6 +24,7 @@ import pyopencl.array as cl_array
 
 from .._launch.kernel import Prepared
 from .._memory import pools as _memory
+from .border import NUMBERS
 from .operation import CL_TYPES, program
 
 _CL = dict(CL_TYPES)
@@ -47,8 +48,6 @@ GENERIC_KEEP = 64
 MAX_NETWORK = 128
 #: Prepared launches kept per runtime.
 MAX_LAUNCHES = 512
-_BORDERS = {"BORDER_REFLECT": 0, "BORDER_MIRROR": 1, "BORDER_NEAREST": 2, "BORDER_WRAP": 3,
-            "BORDER_CONSTANT": 4}
 
 
 class Work:
@@ -152,7 +151,7 @@ def _window(job: Work, defines: dict, **window) -> tuple:
         defines["BORDER"] = window.pop("border")
         return tuple(0 for _ in window) + (0,)
     defines["GENERIC"] = 1
-    border = _BORDERS[window.pop("border")]
+    border = NUMBERS[window.pop("border")]
     return tuple(window.values()) + (border,)
 
 
@@ -262,7 +261,7 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
         window = (0, 0, 0)
     else:
         defines.update(GENERIC=1, GENERIC_KEEP=GENERIC_KEEP)
-        window = (n, rank, _BORDERS[border])
+        window = (n, rank, NUMBERS[border])
     shape = np.array(job.shape, np.int32)
     raw_cval = c_cast(cval, job.in_dtype)
     args = (_constant(job, offs), _constant(job, flat), _constant(job, shape),

@@ -14,6 +14,8 @@ import operator
 import numpy as np
 
 from .._engine import passes as _engine
+from .._engine.border import NAMES
+from .._engine.taps import gaussian_kernel1d
 from .._engine.dispatch import run as run_image_filter
 from .._engine.filter import Filter
 from ._job import Job
@@ -57,32 +59,36 @@ class AxisPass:
                                    self.border, self.cval)
 
 
-_IMAGE_MODES = {"BORDER_REFLECT": "reflect", "BORDER_MIRROR": "mirror",
-                "BORDER_NEAREST": "nearest", "BORDER_WRAP": "wrap",
-                "BORDER_CONSTANT": "constant"}
+def _image(job: Job) -> bool:
+    """Whether clkit's image engine takes the job's array: a float32 or float64 image (HxW, or
+    HxWxC with up to 4 channels last) whose result keeps its dtype."""
+    return job.in_dtype in (np.float32, np.float64) and job.dtype == job.in_dtype and (
+        len(job.shape) == 2 or (len(job.shape) == 3 and 1 <= job.shape[2] <= 4))
 
 
 def image_filter(job: Job, passes) -> Filter | None:
     """The 2-D filter of clkit's image engine (the convolution tiers behind
-    clkit.kernels.convolve) equal to ``passes``, where it serves: a float32 or float64 image
-    whose result keeps its dtype, one centred pass of odd size along each of its two axes,
-    with one mode (constant with a cval of 0). Its sums are in the image's type, as the passes' are."""
-    if len(job.shape) != 2 or job.in_dtype not in (np.float32, np.float64) or \
-            job.dtype != job.in_dtype or len(passes) != 2 or not all(
-                isinstance(p, AxisPass) and p.origin == 0 and p.weights.size % 2 == 1
-                and p.weights.size > 1 for p in passes):
+    clkit.kernels.convolve) equal to ``passes``, where it serves: an image that
+    :func:`_image` takes, one pass along each of its two image axes, with one mode
+    (constant with a cval of 0). Its sums are in the image's type, as the passes' are; an
+    origin moves the filter's anchor. A single pass stays a 1-D pass, so that a filter
+    along one axis gives to the bit what the same axis's pass of an N-D filter gives
+    (scipy's tests compare them exactly)."""
+    if not _image(job) or len(passes) != 2 or not all(
+            isinstance(p, AxisPass) and p.weights.size > 1 for p in passes):
         return None
     first, second = passes
     if {first.axis, second.axis} != {0, 1} or first.border != second.border or \
             (first.border == "BORDER_CONSTANT" and (first.cval != 0 or second.cval != 0)):
         return None  # (scipy's second pass reads cval beside the first's results, not the
         # first pass of a row of cval: the 2-D filter equals them for a cval of 0 only)
+    by_axis = sorted(passes, key=lambda p: p.axis)
     col, row = ((p.weights if not p.mean else np.full(p.weights.size, 1.0 / p.weights.size))
-                for p in sorted(passes, key=lambda p: p.axis))
-    corr = np.outer(col, row)
+                for p in by_axis)
+    anchor = tuple(p.weights.size // 2 + p.origin for p in by_axis)
     key = ("clkit.ndimage", col.tobytes(), row.tobytes())
-    return Filter(job.name, job.shape, job.in_dtype, corr, (col.size // 2, row.size // 2),
-                  (col, row), _IMAGE_MODES[first.border], first.cval, key)
+    return Filter(job.name, job.shape, job.in_dtype, np.outer(col, row), anchor, (col, row),
+                  NAMES[first.border], first.cval, key)
 
 
 def run(job: Job, passes) -> object:
@@ -205,21 +211,23 @@ def _correlate_or_convolve(name, input, weights, output, mode, cval, origin, axe
         raise RuntimeError(f"{name}: a sequence of modes is not supported; pass one mode")
     border, cval = mode_of(mode), check_cval(name, cval)
     w = np.ascontiguousarray(w)
-    if math.prod(job.shape) and not any(origins) and all(n % 2 for n in w.shape):
-        image = image_mask(job, w[(slice(None, None, -1),) * w.ndim], border, cval)
+    if math.prod(job.shape):
+        image = image_mask(job, w[(slice(None, None, -1),) * w.ndim], border, cval,
+                           [s // 2 + o for s, o in zip(w.shape, origins)])
         if image is not None:
             return run_image_filter(image, [job.input], job.target, job.device)
     return run(job, [lambda j, s, d: _engine.correlate_nd(j, s, d, w, origins, border, cval)])
 
 
-def image_mask(job: Job, mask: np.ndarray, border: str, cval: float) -> Filter | None:
-    """The 2-D filter of clkit's image engine that convolves with ``mask`` (of odd sizes,
-    centred), for a float32 or float64 image whose result keeps its dtype; None otherwise.
-    Its sums are in the image's type and leave out the weights scipy leaves out."""
-    if len(job.shape) != 2 or job.in_dtype not in (np.float32, np.float64) or \
-            job.dtype != job.in_dtype or mask.ndim != 2:
+def image_mask(job: Job, mask: np.ndarray, border: str, cval: float,
+               anchor=None) -> Filter | None:
+    """The 2-D filter of clkit's image engine that convolves with ``mask`` for an HxW image
+    that :func:`_image` takes; None otherwise. ``anchor``: taps above and left of the
+    output element in correlation form (``size // 2 + origin`` per axis; default the
+    centre). Its sums are in the image's type and leave out the weights scipy leaves out."""
+    if len(job.shape) != 2 or not _image(job) or mask.ndim != 2:
         return None
-    return Filter.for_mask(job.name, job.input, mask, _IMAGE_MODES[border], cval)
+    return Filter.for_mask(job.name, job.input, mask, NAMES[border], cval, anchor)
 
 
 @documented
@@ -289,27 +297,6 @@ def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
 
 
 # -- Gaussians ------------------------------------------------------------------------------
-
-def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
-    """The weights of scipy.ndimage's 1-D Gaussian (or its ``order``-th derivative), in
-    convolution order, ``2 * radius + 1`` of them.
-
-    The derivative of ``exp(-x**2 / (2 sigma**2))`` of order n is the Gaussian times
-    ``(-1)**n He_n(x / sigma) / sigma**n`` (He: the probabilists' Hermite polynomials).
-    """
-    if order < 0:
-        raise ValueError("order must be non-negative")
-    x = np.arange(-radius, radius + 1, dtype=np.float64)
-    phi = np.exp(-0.5 / (sigma * sigma) * x ** 2)
-    phi /= phi.sum()
-    if order == 0:
-        return phi
-    t = x / sigma
-    h_prev, h = np.ones_like(t), t
-    for k in range(1, order):
-        h_prev, h = h, t * h - k * h_prev
-    return (-1) ** order * h / sigma ** order * phi
-
 
 def _gaussian_pass(name, sigma, order, truncate, radius, axis, border, cval):
     sd = check_float(name, "sigma", sigma)

@@ -12,11 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-#: scipy.ndimage's border modes for filters, by their names in clkit.h.
-MODES = {"reflect": "BORDER_REFLECT", "grid-mirror": "BORDER_REFLECT",
-         "mirror": "BORDER_MIRROR", "nearest": "BORDER_NEAREST",
-         "wrap": "BORDER_WRAP", "grid-wrap": "BORDER_WRAP",
-         "constant": "BORDER_CONSTANT", "grid-constant": "BORDER_CONSTANT"}
+from .._engine.border import SCIPY_MODES as MODES
 
 #: The element types the kernels read and write (float16 through vload_half / vstore_half).
 DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16,

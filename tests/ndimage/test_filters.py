@@ -320,3 +320,33 @@ def test_input_copied_for_alignment_outlives_the_passes(device):
             np.testing.assert_array_equal(
                 getattr(cn, fn)(x, *args, device=device, **kwargs),
                 getattr(sn, fn)(x, *args, **kwargs), err_msg=f"{fn} call {i}")
+
+
+IMAGE_ENGINE = [
+    ("gaussian_filter", (41, 37, 3), ((1.5, 2.0, 0),), {}),
+    ("gaussian_filter", (41, 37, 4), ((2.0, 1.0, 0),), dict(order=(1, 0, 0))),
+    ("uniform_filter", (41, 37), ((4, 5),), dict(origin=(1, -2))),
+    ("uniform_filter", (41, 37, 3), ((3, 4, 1),), dict(origin=(-1, 1, 0))),
+    ("correlate", (41, 37), ("w46",), dict(origin=(1, -1))),
+    ("convolve", (41, 37), ("w46",), dict(origin=(-2, 2))),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap", "constant"])
+@pytest.mark.parametrize("fn,shape,args,kwargs", IMAGE_ENGINE,
+                         ids=[f"{f}-{'x'.join(map(str, s))}-{k}" for f, s, _, k in IMAGE_ENGINE])
+def test_float_images_run_on_the_image_engine(device, dtype, mode, fn, shape, args, kwargs):
+    """Float images with channels last, even windows and origins run the convolution
+    kernels of clkit.kernels (not the N-D passes), with scipy's results."""
+    fp64_or_skip(device, dtype)
+    x = data(np.dtype(dtype), shape, seed=3)
+    if args[0] == "w46":
+        args = (np.random.default_rng(4).random((4, 6)) - 0.3,)
+    kwargs = dict(kwargs, mode=mode, cval=0.0)
+    expected = reference(fn, x, *args, **kwargs)
+    with clkit.trace() as tr:
+        got = getattr(cn, fn)(x, *args, device=device, **kwargs)
+    kernels = {e["name"] for e in tr.events if e["kind"] == "kernel"}
+    assert kernels and all(k.startswith("convolve_") or k == "to_acc" for k in kernels), kernels
+    check(got, expected, f"{fn} {dtype} {shape} {kwargs}")
