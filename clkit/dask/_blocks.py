@@ -9,18 +9,17 @@ first task of a process runs.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import threading
 
 import numpy as np
+import pyopencl as cl
 
 #: The ids of the devices this process's tasks ran on (for tests and diagnostics).
 used_devices: set = set()
 _lock = threading.Lock()
 _resolved: dict = {}
-_turns: dict = {}  # device id -> the lock of its turn
 
 # OpenCL C names by element size, for take_axis, which only moves elements.
 _MOVE_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
@@ -80,77 +79,64 @@ class Block:
 
 
 def run_block(block, *chunks):
-    """One output block of ``block.filters`` from the input ``chunks``."""
+    """One output block of ``block.filters`` from the input ``chunks``.
+
+    The work goes to the device's one in-order queue, so the kernels of the tasks that
+    dask's threads run at once follow each other there, each spread over the whole device
+    (a CPU driver's threads take every core), while the threads build their next windows
+    and store their blocks.  On the Oclgrind simulator, which runs one thread's work at a
+    time, a task takes the simulator's turn throughout.
+    """
+    import clkit
+    from .._memory import transfer
+    from .._platform.runtime import simulator_turn
+
     filters, axes = block.filters, block.axes
     dev = worker_device(block.device)
     with _lock:
         used_devices.add(dev.id)
-    window = _assemble(axes, dict(zip(block.keys, chunks)), chunks[0].dtype)
-    with _device_turn(dev):
-        if len(filters) == 1:
-            # numpy in, numpy out: the library moves the window in and the block home itself
-            # (in place on devices that share the host's memory, staged on the others)
-            f = filters[0]
-            out = f.function(window, *f.args, device=dev, **f.kwargs)
-        else:
-            out = _chain(filters, axes, window, dev)
-    return out[tuple(plan.crop for plan, _ in axes[:out.ndim])]
-
-
-def _device_turn(dev):
-    """What a task holds while it uses ``dev``: on a CPU device (whose driver spreads each
-    kernel over every core) and on the Oclgrind simulator (which takes one thread's launches at
-    a time), the device alone; other threads meanwhile build their windows and store their
-    blocks.  Two tasks' kernels at once on one CPU only contend for its cores: 8192x8192 in
-    1024x1024 blocks, Gaussian sigma 4 on PoCL with 2 cores and dask's 2 threads, 0.79 s
-    without the turn, about 0.5 s with it.  GPUs overlap one task's transfers with another's
-    kernels, so there tasks share the device."""
-    if not (dev.simulator or dev.type == "cpu"):
-        return contextlib.nullcontext()
-    with _lock:
-        return _turns.setdefault(dev.id, threading.Lock())
-
-
-def _chain(filters, axes, window, dev):
-    """The filters one after the other on the device: one transfer in, one home."""
-    data = _to_device(window, dev)
-    for k, f in enumerate(filters):
-        for axis, (plan, _) in enumerate(axes):
-            index = plan.gathers[k] if k < len(plan.gathers) else None
-            if index is not None:
-                data = _take(data, index, axis, dev)
-        data = f.function(data, *f.args, device=dev, **f.kwargs)
-    return data.get()
-
-
-def _to_device(window, dev):
-    """``window`` on the device; where the device shares the host's memory, the window's own
-    memory (it lives until the task's last transfer, ``get``, has finished)."""
-    import clkit
-    if not dev.unified_memory or not window.nbytes:
-        return clkit.to_device(window, device=dev)
-    import pyopencl as cl
-    import pyopencl.array as cl_array
-    if window.ctypes.data % 128 or not window.flags.writeable:
-        copy = _aligned_empty(window.shape, window.dtype)
-        copy[...] = window
-        window = copy
     rt = clkit.runtime(dev)
-    buf = cl.Buffer(rt.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
-                    hostbuf=window)
-    data = cl_array.Array(rt.queue, window.shape, window.dtype, data=buf)
-    data.host_window = window
-    return data
+    try:
+        window = _assemble(axes, dict(zip(block.keys, chunks)), chunks[0].dtype)
+        with simulator_turn(dev):
+            data = transfer.upload(rt, window)
+            for k, f in enumerate(filters):
+                for axis, (plan, _) in enumerate(axes):
+                    index = plan.gathers[k] if k < len(plan.gathers) else None
+                    if index is not None:
+                        data = _take(data, index, axis, dev)
+                data = f.function(data, *f.args, device=dev, **f.kwargs)
+            crop = tuple(plan.crop for plan, _ in axes[:data.ndim])
+            if not dev.unified_memory:
+                return transfer.download(rt, data)[crop]
+            # the device's memory is the host's: the result mapped (no copy), its block
+            # copied out
+            mapped, event = cl.enqueue_map_buffer(data.queue, data.base_data,
+                                                  cl.map_flags.READ, data.offset, data.shape,
+                                                  data.dtype, is_blocking=False)
+            event.wait()
+            out = mapped[crop].copy()
+            mapped.base.release(data.queue)
+            return out
+    except BaseException:
+        _local.window = None  # the device may still be reading it
+        raise
+
+
+_local = threading.local()
 
 
 def _assemble(axes, chunks, dtype):
+    """The block's first window, from the chunks; in a buffer this thread reuses (the task
+    waits for its result, so the device has finished with the previous window), so that each
+    task does not fault in fresh pages."""
     shape = tuple(len(plan.source) for plan, _ in axes)
     first = [pieces for _, pieces in axes]
     if all(len(p) == 1 for p in first):  # one chunk holds the whole window
         key = tuple(p[0][2] for p in first)
         src = tuple(slice(p[0][3], p[0][3] + p[0][1] - p[0][0]) for p in first)
         return np.ascontiguousarray(chunks[key][src], dtype=dtype)
-    window = _aligned_empty(shape, dtype)
+    window = _window(shape, dtype)
     for combo in _product(first):
         key = tuple(p[2] for p in combo)
         dst = tuple(slice(p[0], p[1]) for p in combo)
@@ -159,13 +145,17 @@ def _assemble(axes, chunks, dtype):
     return window
 
 
-def _aligned_empty(shape, dtype, align: int = 128):
-    """An empty array whose data starts at a multiple of ``align`` bytes: what drivers need to
-    use host memory in place, and what the kernels' widest loads assume."""
+def _window(shape, dtype, align: int = 128):
+    """This thread's window buffer as an empty array of ``shape``, its data aligned to
+    ``align`` bytes: what drivers need to use host memory in place, and what the kernels'
+    widest loads assume."""
     dtype = np.dtype(dtype)
-    raw = np.empty(math.prod(shape) * dtype.itemsize + align, np.uint8)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = getattr(_local, "window", None)
+    if raw is None or raw.nbytes < nbytes + align:
+        raw = _local.window = np.empty(nbytes + align, np.uint8)
     start = -raw.ctypes.data % align
-    return raw[start:start + math.prod(shape) * dtype.itemsize].view(dtype).reshape(shape)
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _product(lists):

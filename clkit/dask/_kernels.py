@@ -209,9 +209,8 @@ def vector_add(a, b, *, device=None):
 
 
 def _add(a, b, device):
-    from ._blocks import _device_turn, _lock, used_devices, worker_device
+    from ._blocks import _lock, used_devices, worker_device
     dev = worker_device(device)
     with _lock:
         used_devices.add(dev.id)
-    with _device_turn(dev):
-        return kernels.vector_add(a, b, device=dev)
+    return kernels.vector_add(a, b, device=dev)
