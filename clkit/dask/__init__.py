@@ -3,8 +3,8 @@
 A dask array given to a filter here returns a dask array whose values equal the
 unchunked call at every seam and edge, in every border mode.  Filters applied one after
 another to a result of this module run in one pass over the chunks (the halos added up),
-the intermediates staying on the device; any other dask operation in between (or
-``.persist()``) ends the chain.  Each task moves its window to the device once and brings
+the intermediates staying on the device; :func:`vector_add` joins that pass too, and any
+other dask operation in between (or ``.persist()``) ends the chain.  Each task moves its window to the device once and brings
 its block home once: device arrays never leave a task, and the graphs pickle without
 device objects.
 

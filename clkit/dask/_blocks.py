@@ -65,21 +65,24 @@ def _worker_index():
 
 class Block:
     """What one task needs besides the chunks: the filters, the device spec (None for the
-    worker's), per input axis the block's :class:`~._plan.AxisPlan` and its window's pieces,
-    and the index of each chunk the task is given.  One object, so that dask sees no keys or
-    tasks inside it."""
+    worker's), per input axis the block's :class:`~._plan.AxisPlan`, per input (the chain's
+    source, then each elementwise operand) its window as pieces of its chunks along each axis
+    and the index of each chunk of it the task is given.  One object, so that dask sees no
+    keys or tasks inside it."""
 
-    __slots__ = ("filters", "device", "axes", "keys")
+    __slots__ = ("filters", "device", "axes", "windows", "keys")
 
-    def __init__(self, filters, device, axes, keys):
-        self.filters, self.device, self.axes, self.keys = filters, device, axes, keys
+    def __init__(self, filters, device, axes, windows, keys):
+        self.filters, self.device, self.axes = filters, device, axes
+        self.windows, self.keys = windows, keys
 
     def __reduce__(self):
-        return Block, (self.filters, self.device, self.axes, self.keys)
+        return Block, (self.filters, self.device, self.axes, self.windows, self.keys)
 
 
 def run_block(block, *chunks):
-    """One output block of ``block.filters`` from the input ``chunks``.
+    """One output block of ``block.filters`` from the input ``chunks`` (the chain's source's,
+    then each operand's).
 
     The work goes to the device's one in-order queue, so the kernels of the tasks that
     dask's threads run at once follow each other there, each spread over the whole device
@@ -96,17 +99,27 @@ def run_block(block, *chunks):
     with _lock:
         used_devices.add(dev.id)
     rt = clkit.runtime(dev)
+    given, at = [], 0
+    for keys in block.keys:
+        given.append(dict(zip(keys, chunks[at:at + len(keys)])))
+        at += len(keys)
     try:
-        window = _assemble(axes, dict(zip(block.keys, chunks)), chunks[0].dtype)
+        window = _assemble(block.windows[0], given[0], 0)
+        operand = 1
         with simulator_turn(dev):
             data = transfer.upload(rt, window)
             for k, f in enumerate(filters):
-                for axis, (plan, _) in enumerate(axes):
+                for axis, plan in enumerate(axes):
                     index = plan.gathers[k] if k < len(plan.gathers) else None
                     if index is not None:
                         data = _take(data, index, axis, dev)
-                data = f.function(data, *f.args, device=dev, **f.kwargs)
-            crop = tuple(plan.crop for plan, _ in axes[:data.ndim])
+                more = []
+                for _ in range(f.operands):
+                    host = _assemble(block.windows[operand], given[operand], operand)
+                    more.append(transfer.upload(rt, host))
+                    operand += 1
+                data = f.function(data, *more, *f.args, device=dev, **f.kwargs)
+            crop = tuple(plan.crop for plan in axes[:data.ndim])
             if not dev.unified_memory:
                 return transfer.download(rt, data)[crop]
             # the device's memory is the host's: the result mapped (no copy), its block
@@ -119,25 +132,25 @@ def run_block(block, *chunks):
             mapped.base.release(data.queue)
             return out
     except BaseException:
-        _local.window = None  # the device may still be reading it
+        _local.windows = None  # the device may still be reading them
         raise
 
 
 _local = threading.local()
 
 
-def _assemble(axes, chunks, dtype):
-    """The block's first window, from the chunks; in a buffer this thread reuses (the task
-    waits for its result, so the device has finished with the previous window), so that each
-    task does not fault in fresh pages."""
-    shape = tuple(len(plan.source) for plan, _ in axes)
-    first = [pieces for _, pieces in axes]
-    if all(len(p) == 1 for p in first):  # one chunk holds the whole window
-        key = tuple(p[0][2] for p in first)
-        src = tuple(slice(p[0][3], p[0][3] + p[0][1] - p[0][0]) for p in first)
+def _assemble(pieces, chunks, slot):
+    """An input's window, from its chunks (``pieces`` per axis: see ``_plan.pieces``); in a
+    buffer this thread reuses for input ``slot`` (the task waits for its result, so the
+    device has finished with the previous window), so that each task does not fault in
+    fresh pages."""
+    dtype = next(iter(chunks.values())).dtype
+    if all(len(p) == 1 for p in pieces):  # one chunk holds the whole window
+        key = tuple(p[0][2] for p in pieces)
+        src = tuple(slice(p[0][3], p[0][3] + p[0][1] - p[0][0]) for p in pieces)
         return np.ascontiguousarray(chunks[key][src], dtype=dtype)
-    window = _window(shape, dtype)
-    for combo in _product(first):
+    window = _window(slot, tuple(p[-1][1] for p in pieces), dtype)
+    for combo in _product(pieces):
         key = tuple(p[2] for p in combo)
         dst = tuple(slice(p[0], p[1]) for p in combo)
         src = tuple(slice(p[3], p[3] + p[1] - p[0]) for p in combo)
@@ -145,15 +158,18 @@ def _assemble(axes, chunks, dtype):
     return window
 
 
-def _window(shape, dtype, align: int = 128):
-    """This thread's window buffer as an empty array of ``shape``, its data aligned to
-    ``align`` bytes: what drivers need to use host memory in place, and what the kernels'
-    widest loads assume."""
+def _window(slot, shape, dtype, align: int = 128):
+    """This thread's buffer for input ``slot`` as an empty array of ``shape``, its data
+    aligned to ``align`` bytes: what drivers need to use host memory in place, and what the
+    kernels' widest loads assume."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    raw = getattr(_local, "window", None)
+    buffers = getattr(_local, "windows", None)
+    if buffers is None:
+        buffers = _local.windows = {}
+    raw = buffers.get(slot)
     if raw is None or raw.nbytes < nbytes + align:
-        raw = _local.window = np.empty(nbytes + align, np.uint8)
+        raw = buffers[slot] = np.empty(nbytes + align, np.uint8)
     start = -raw.ctypes.data % align
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 

@@ -1,10 +1,12 @@
 """A chain of filters on a dask array: one task per output block, reading the input chunks
-its window touches (see ``_plan``), with the declared dtype and meta of the last filter."""
+its window touches (see ``_plan``), and for an elementwise operation with another array
+(``vector_add``) the chunks of that array that the step's window touches, with the declared
+dtype and meta of the last filter."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -20,7 +22,9 @@ class Filter:
     ``function(image, *args, device=..., **kwargs)`` takes and returns device arrays;
     ``halo[i]`` is ``(lo, hi)``: output ``p`` along input axis ``i`` reads ``p - lo`` to
     ``p + hi``; ``modes[i]`` the border mode there; ``dtype`` the result's dtype;
-    ``drop_last``: the result lacks the input's last axis (which must be one chunk).
+    ``drop_last``: the result lacks the input's last axis (which must be one chunk);
+    ``operands``: how many more arrays of the same shape an elementwise step takes (halo 0),
+    called as ``function(image, *operands, *args, device=..., **kwargs)``.
     """
     function: Callable
     args: tuple
@@ -30,13 +34,14 @@ class Filter:
     dtype: np.dtype
     drop_last: bool = False
     name: str = field(default="")
+    operands: int = 0
 
     def __dask_tokenize__(self):
         from dask.base import tokenize
         # (dask tokenizes a function by its name where it is importable, else by its code)
         return ("clkit.dask.Filter", tokenize(self.function, self.args,
                                               sorted(self.kwargs.items())),
-                self.halo, self.modes, str(self.dtype), self.drop_last)
+                self.halo, self.modes, str(self.dtype), self.drop_last, self.operands)
 
 
 #: The attribute of a clkit.dask result that remembers how it was made, so that a filter
@@ -44,20 +49,27 @@ class Filter:
 CHAIN = "_clkit_chain"
 
 
-def filtered(image, new: Filter, device):
-    """``new`` applied to the dask array ``image``: a dask array.  When ``image`` is itself a
-    clkit.dask result for the same device spec, the filters run as one chain from its input."""
-    source, filters = image, ()
+def filtered(image, new: Filter, device, operands=()):
+    """``new`` applied to the dask array ``image`` (and the dask arrays ``operands``, for an
+    elementwise step): a dask array.  When ``image`` is itself a clkit.dask result for the
+    same device spec, the filters run as one chain from its input."""
+    source, filters, before = image, (), ()
     made = getattr(image, CHAIN, None)
     if made is not None and made[2] == device:
-        source, filters = made[0], made[1]
-    filters = filters + (new,)
-    result = build(source, filters, device)
-    setattr(result, CHAIN, (source, filters, device))
+        source, filters, _, before = made
+    filters, operands = filters + (new,), before + tuple(operands)
+    result = build(source, filters, device, operands)
+    setattr(result, CHAIN, (source, filters, device, operands))
     return result
 
 
-def build(source, filters: tuple, device):
+def chained(x, device) -> bool:
+    """Whether the dask array ``x`` is a clkit.dask result that a step for ``device`` joins."""
+    made = getattr(x, CHAIN, None)
+    return made is not None and made[2] == device
+
+
+def build(source, filters: tuple, device, operands: tuple = ()):
     import dask.array as da
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
@@ -65,7 +77,9 @@ def build(source, filters: tuple, device):
     ndim = source.ndim
     steps = [[] for _ in range(ndim)]
     kept = ndim
-    for f in filters:
+    takes = []  # (step, axes it has) of each operand, in order
+    for k, f in enumerate(filters):
+        takes += [(k, kept)] * f.operands
         for axis in range(kept):
             lo, hi = f.halo[axis]
             steps[axis].append(Pass(lo, hi, MODES[f.modes[axis]]))
@@ -86,20 +100,27 @@ def build(source, filters: tuple, device):
         plans = []
         for b in blocks:
             start, stop = (bounds[b], bounds[b + 1]) if b is not None else (0, n)
-            plan = plan_axis(n, int(start), int(stop), steps[axis])
-            plans.append((plan, pieces(plan.source, chunks)))
+            plans.append(plan_axis(n, int(start), int(stop), steps[axis]))
         per_axis.append(plans)
 
     label = "-".join(f.name or f.function.__name__ for f in filters)
-    name = f"clkit-{label}-{tokenize(source, filters, device)}"
+    name = f"clkit-{label}-{tokenize(source, operands, filters, device)}"
+    inputs = (source,) + tuple(operands)
     dsk = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
-        axes = tuple(per_axis[axis][index[axis]] if axis < kept else per_axis[axis][0]
-                     for axis in range(ndim))
-        keys = list(itertools.product(*(sorted({p[2] for p in pcs}) for _, pcs in axes)))
-        block = Block(filters, device, axes, keys)
-        dsk[(name,) + index] = (run_block, block) + tuple((source.name,) + k for k in keys)
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[source])
+        plans = tuple(per_axis[axis][index[axis]] if axis < kept else per_axis[axis][0]
+                      for axis in range(ndim))
+        # each input's window, per axis as copies from its chunks
+        windows = [tuple(pieces(p.source, c) for p, c in zip(plans, source.chunks))]
+        for x, (k, axes) in zip(operands, takes):
+            windows.append(tuple(pieces(p.held[k], c) for p, c in zip(plans[:axes], x.chunks)))
+        keys = tuple(list(itertools.product(*(sorted({p[2] for p in pcs}) for pcs in w)))
+                     for w in windows)
+        block = Block(filters, device, tuple(replace(p, held=()) for p in plans), windows,
+                      keys)
+        dsk[(name,) + index] = (run_block, block) + tuple(
+            (x.name,) + k for x, ks in zip(inputs, keys) for k in ks)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=list(inputs))
     return da.Array(graph, name, out_chunks, meta=meta)
 
 

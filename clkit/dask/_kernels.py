@@ -9,6 +9,7 @@ import numpy as np
 from .. import kernels
 from .. import ArgumentTypeError, ArgumentValueError
 from ._filters import KERNEL_MODES, apply, dask_array, device_spec
+from ._graph import Filter, chained, filtered
 
 # What clkit.kernels.convolve and gaussian_blur take: every dtype scipy.ndimage takes.
 _FILTER_DTYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -173,19 +174,25 @@ def grayscale(image, weights="bt601", *, device=None):
 
 
 def vector_add(a, b, *, device=None):
-    """:func:`clkit.kernels.vector_add` on dask arrays, chunk by chunk (``b`` takes ``a``'s
-    chunks).
+    """:func:`clkit.kernels.vector_add` on dask arrays; it joins a chain of clkit.dask
+    filters.
+
+    Applied to a result of :mod:`clkit.dask` (``a``, or ``b``: the sum is the same), the
+    addition is one more step of that result's pass: each task adds the matching window of
+    the other array on the device, and filters applied to the sum join the same pass.
+    Otherwise it starts a pass of its own, block by block in ``a``'s chunks.
 
     Parameters
     ----------
     a, b : dask.array.Array
-        Equal shapes and dtypes.
+        Equal shapes and dtypes (any chunks).
     device : str, optional
         One device spec for every task; by default each worker's (:func:`worker_device`).
 
     Returns
     -------
     dask.array.Array
+        ``a``'s dtype and chunks (``b``'s when only ``b`` is a clkit.dask result).
 
     Examples
     --------
@@ -193,8 +200,11 @@ def vector_add(a, b, *, device=None):
     >>> a = da.arange(6, dtype=np.float32, chunks=4)
     >>> clkit.dask.vector_add(a, a).compute()
     array([ 0.,  2.,  4.,  6.,  8., 10.], dtype=float32)
+    >>> x = da.from_array(np.eye(4, dtype=np.float32), chunks=2)
+    >>> y = clkit.dask.vector_add(clkit.dask.gaussian_blur(x, 1.0), x)   # one pass
+    >>> len(y.dask.layers)
+    2
     """
-    import dask.array as da
     name = "vector_add"
     a, b = dask_array(a, name, "a"), dask_array(b, name, "b")
     if a.dtype != b.dtype:
@@ -204,13 +214,8 @@ def vector_add(a, b, *, device=None):
         raise ArgumentValueError(f"{name}: a has shape {a.shape} and b {b.shape}; they must be "
                                  "equal")
     spec = device_spec(device, name)
-    return da.map_blocks(_add, a, b.rechunk(a.chunks), spec, dtype=a.dtype,
-                         meta=np.empty((0,) * a.ndim, a.dtype), token="clkit-vector_add")
-
-
-def _add(a, b, device):
-    from ._blocks import _lock, used_devices, worker_device
-    dev = worker_device(device)
-    with _lock:
-        used_devices.add(dev.id)
-    return kernels.vector_add(a, b, device=dev)
+    if chained(b, spec) and not chained(a, spec):
+        a, b = b, a
+    step = Filter(kernels.vector_add, (), {}, ((0, 0),) * a.ndim, ("nearest",) * a.ndim,
+                  a.dtype, name=name, operands=1)
+    return filtered(a, step, spec, (b,))

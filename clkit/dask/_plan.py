@@ -131,11 +131,13 @@ class AxisPlan:
 
     ``source``: the array positions of the first window; ``gathers[k]``: for filter k, None
     (it runs on what the previous filter produced) or the indices, into that output, of its
-    own window; ``crop``: the slice of the last output that is the block.
+    own window; ``crop``: the slice of the last output that is the block; ``held[k]``: the
+    array positions that filter k's input holds (what an elementwise operand must match).
     """
     source: np.ndarray
     gathers: tuple
     crop: slice
+    held: tuple = ()
 
 
 def plan_axis(n: int, start: int, stop: int, steps: list[Pass]) -> AxisPlan:
@@ -157,7 +159,7 @@ def plan_axis(n: int, start: int, stop: int, steps: list[Pass]) -> AxisPlan:
 def _simulate(n, start, stop, steps, windows, gather):
     positions = windows[0]
     valid = np.ones(len(positions), bool)
-    gathers = []
+    gathers, held = [], []
     for k, step in enumerate(steps):
         index = None
         if gather and k:
@@ -169,13 +171,14 @@ def _simulate(n, start, stop, steps, windows, gather):
             else:
                 positions, valid = windows[k], np.ones(len(windows[k]), bool)
         gathers.append(index)
+        held.append(positions)
         valid = valid_after(positions, valid, step, n)
     crop = _find(positions, valid, start, stop)
     if crop is None:
         if gather:
             raise AssertionError("clkit.dask: the block is not computed by its plan")
         return None
-    return AxisPlan(windows[0], tuple(gathers), crop)
+    return AxisPlan(windows[0], tuple(gathers), crop, tuple(held))
 
 
 def _lookup(positions, valid, wanted, n):

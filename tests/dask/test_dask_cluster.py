@@ -7,6 +7,7 @@ import sys
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.ndimage as ndi
 from distributed import Client, LocalCluster
 
 import clkit
@@ -50,6 +51,32 @@ def test_two_pocl_workers_each_on_its_own_device(rng):
     # each worker ran its tasks on one device, and not the other's
     assert all(len(devices) == 1 for devices in used), states
     assert len({devices[0] for devices in used}) == 2, states
+
+
+def _pid():
+    return os.getpid()
+
+
+@pytest.mark.skipif(not _pocl(), reason="needs the PoCL CPU driver, which can show two devices")
+def test_a_cluster_starts_computes_and_closes(rng):
+    """Two workers filter blocks on their devices, then the cluster closes: its worker
+    processes have ended (the nanny waited for them) when the ``with`` block is left."""
+    x = rng.random((96, 80), dtype=np.float32)
+    b = rng.random((96, 80), dtype=np.float32)
+    with cd.local_cluster(devices=["pocl:0", "pocl:1"],
+                          env={"POCL_DEVICES": "pthread pthread"}) as cluster, \
+            Client(cluster) as client:
+        y = cd.vector_add(cd.gaussian_blur(da.from_array(x, chunks=(24, 40)), 2.0,
+                                           mode="mirror"), da.from_array(b, chunks=(48, 80)))
+        got = client.compute(y).result()
+        pids = list(client.run(_pid).values())
+    assert cluster.status.name == "closed"
+    np.testing.assert_allclose(got, ndi.gaussian_filter(x, 2.0, mode="mirror") + b,
+                               rtol=1e-5, atol=1e-6)
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # gone, and reaped
 
 
 def _named_worker_device():

@@ -164,6 +164,59 @@ def test_vector_add(rng):
     np.testing.assert_array_equal(compute(y), a + b)
 
 
+@pytest.mark.parametrize("modes", [("wrap", "reflect", "wrap"), ("mirror", "wrap", "constant"),
+                                   ("nearest", "nearest", "reflect")], ids="-".join)
+@pytest.mark.parametrize("chunks", [((1, 1), (2, 3)), ((3, 4), (13, 11)),
+                                    (((5, 1, 7), (4, 4, 3)), (2, 2))],
+                         ids=["pixel", "small-and-one", "uneven"])
+def test_vector_add_joins_a_chain(rng, chunks, modes):
+    """Additions between filters stay in the filters' pass, with the other arrays' windows
+    read from their own chunks (wrapped and gathered where the filters' windows are)."""
+    x, b, c = (image(rng, np.float32) for _ in range(3))
+    m1, m2 = rng.random((3, 4)), rng.random((5, 2))
+    xs, bs, cs = (da.from_array(v, chunks=ch) for v, ch in zip((x, b, c), chunks + chunks))
+    y = cd.gaussian_blur(cd.vector_add(cd.convolve(cd.vector_add(
+        cd.convolve(xs, m1, mode=modes[0], cval=1.5), bs), m2, mode=modes[1]), cs),
+        1.2, mode=modes[2])
+    assert len(y.dask.layers) == 4  # three inputs, one pass
+    got = compute(y)
+    # numpy's float32 additions between the unchunked filters: the same bits
+    want = ck.gaussian_blur(ck.convolve(ck.convolve(x, m1, mode=modes[0], cval=1.5) + b, m2,
+                                        mode=modes[1]) + c, 1.2, mode=modes[2])
+    np.testing.assert_array_equal(got, want)
+    ref = ndi.gaussian_filter(ndi.convolve(ndi.convolve(x.astype(float), m1, mode=modes[0],
+                                                        cval=1.5) + b, m2, mode=modes[1]) + c,
+                              1.2, mode=modes[2])
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_vector_add_joins_the_chain_of_either_operand(rng):
+    x, b = image(rng, np.float32, (12, 10)), image(rng, np.float32, (12, 10))
+    blurred = cd.gaussian_blur(da.from_array(x, chunks=5), 1.0, mode="wrap")
+    plain = da.from_array(b, chunks=(4, 10))
+    for y in (cd.vector_add(blurred, plain), cd.vector_add(plain, blurred)):
+        assert len(y.dask.layers) == 3 and y.chunks == blurred.chunks
+        np.testing.assert_array_equal(compute(y), ck.gaussian_blur(x, 1.0, mode="wrap") + b)
+
+
+def test_grayscale_vector_add_and_a_blur_in_one_pass(rng):
+    rgb, other = image(rng, np.float32, (13, 11, 3)), image(rng, np.float32, (13, 11))
+    y = cd.gaussian_blur(cd.vector_add(cd.grayscale(da.from_array(rgb, chunks=(4, 3, 3))),
+                                       da.from_array(other, chunks=(13, 2))), 2.0, mode="mirror")
+    got = compute(y)
+    np.testing.assert_array_equal(got, ck.gaussian_blur(ck.grayscale(rgb) + other, 2.0,
+                                                        mode="mirror"))
+    gray = rgb @ np.array([0.299, 0.587, 0.114])
+    np.testing.assert_allclose(got, ndi.gaussian_filter(gray + other, 2.0, mode="mirror"),
+                               rtol=1e-5, atol=1e-4)
+
+
+def test_vector_add_of_a_chain_checks_the_chain_s_dtype(rng):
+    y = cd.gaussian_blur(da.from_array(image(rng, np.uint8), chunks=5), 1.0)  # float32
+    with pytest.raises(TypeError, match="a has dtype float32 and b uint8"):
+        cd.vector_add(y, da.from_array(image(rng, np.uint8), chunks=5))
+
+
 @pytest.mark.parametrize("origin", [(1, -1), (-1, 0), (1, 1)])
 def test_apply_honours_a_mask_moved_off_centre(rng, origin):
     """A 3x3 mask moved by ``origin`` (scipy's sense) as a zero-padded 7x7 mask for clkit,

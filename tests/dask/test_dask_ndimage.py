@@ -99,3 +99,19 @@ def test_output_must_be_a_dtype():
     assert dn.uniform_filter(x, 3, output=np.float64).dtype == np.float64
     with pytest.raises(TypeError, match="output must be a dtype"):
         dn.uniform_filter(x, 3, output=np.empty((4, 4)))
+
+
+def test_a_volume_chain_with_an_addition_in_one_pass(rng):
+    """clkit.dask.vector_add between clkit.dask.ndimage filters of a 3-D stack stays in their
+    pass, the added volume read in chunks of its own."""
+    import clkit.dask as cd
+    x, b = rng.random((5, 9, 8), dtype=np.float32), rng.random((5, 9, 8), dtype=np.float32)
+    y = dn.uniform_filter(cd.vector_add(dn.gaussian_filter(da.from_array(x, chunks=(2, 3, 3)),
+                                                           1.0, mode="wrap"),
+                                        da.from_array(b, chunks=(5, 2, 8))), 3, mode="mirror")
+    assert len(y.dask.layers) == 3  # two inputs, one pass
+    want = ndimage.uniform_filter(ndimage.gaussian_filter(x, 1.0, mode="wrap") + b, 3,
+                                  mode="mirror")
+    np.testing.assert_array_equal(y.compute(scheduler="threads"), want)
+    np.testing.assert_allclose(y.compute(), sp.uniform_filter(
+        sp.gaussian_filter(x, 1.0, mode="wrap") + b, 3, mode="mirror"), rtol=1e-5, atol=1e-6)
