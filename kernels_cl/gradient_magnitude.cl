@@ -3,13 +3,18 @@
  * derivatives (laplace, gaussian_laplace, gaussian_gradient_magnitude), in the result's type T
  * as numpy computes them there: `acc += x` (add_into), `acc = acc * acc` (square) and
  * `acc = sqrt(acc)` (sqrt_into, truncated towards zero for integer types, as numpy's unsafe
- * cast does). One work-item per element.
+ * cast does), and `acc += x * x` with, for the last axis, the square root (add_square: one
+ * pass over memory for numpy's three, each operation rounded to T as numpy rounds it). One
+ * work-item per element.
  *
  * T is the type as stored; HALF=1 for float16 (read and written with vload_half / vstore_half,
  * computed in float, as numpy computes float16); BOOL=1 for bool (stored as uchar: + is or,
  * * is and). SQRT_T: the type numpy's sqrt takes for T (float or double).
  */
 #include "clkit.h"
+
+/* numpy rounds the product before the sum: no fused multiply-add */
+#pragma OPENCL FP_CONTRACT OFF
 
 #if HALF
 #define GET(p, i) vload_half((i), (p))
@@ -18,6 +23,38 @@
 #define GET(p, i) ((p)[i])
 #define PUT(p, i, v) ((p)[i] = (v))
 #endif
+
+#if HALF
+/* v rounded to float16, as numpy rounds the result of each float16 operation */
+CLK_INLINE float to_half(float v)
+{
+    ushort h;
+    vstore_half(v, 0, (__private half *)&h);
+    return vload_half(0, (__private const half *)&h);
+}
+#endif
+
+/* acc += x * x, then acc = sqrt(acc) where `root` (the last axis of a gradient magnitude) */
+__kernel void add_square(__global T *acc, __global const T *x, long n, int root)
+{
+    const long i = get_global_id(0);
+    if (i >= n)
+        return;
+#if BOOL
+    acc[i] = acc[i] || x[i];
+#elif HALF
+    const float s = to_half(to_half(GET(x, i) * GET(x, i)) + GET(acc, i));
+    PUT(acc, i, root ? sqrt(s) : s);
+#else
+    const T s = acc[i] + x[i] * x[i];
+    if (root) {
+        SQRT_T r = sqrt((SQRT_T)s);
+        acc[i] = (T)r;
+    } else {
+        acc[i] = s;
+    }
+#endif
+}
 
 __kernel void add_into(__global T *acc, __global const T *x, long n)
 {

@@ -6,8 +6,8 @@
   (so that integer results truncate where scipy's do);
 - :func:`correlate_nd`, :func:`rank_nd`: any N-D weights or footprint, one work-item per
   element reading the footprint's taps (``convolution_nd.cl``, ``rank_filter.cl``);
-- :func:`add_into`, :func:`square`, :func:`sqrt_into`: the elementwise steps that combine
-  derivatives (``gradient_magnitude.cl``).
+- :func:`add_into`, :func:`square`, :func:`add_square`, :func:`sqrt_into`: the elementwise
+  steps that combine derivatives (``gradient_magnitude.cl``).
 
 Each takes a :class:`Work` (the device, its queue, the array's shape and the element types)
 and device arrays, and enqueues without waiting. Arrays of fewer than SPECIALISE_FROM
@@ -314,6 +314,15 @@ def square(job: Work, acc) -> None:
     n = math.prod(job.shape)
     _launch(job, "gradient_magnitude", "square", _elementwise_defines(job.dtype), (n,), (n,),
             acc)
+
+
+def add_square(job: Work, acc, x, root: bool) -> None:
+    """``acc += x * x`` elementwise, then ``acc = sqrt(acc)`` where ``root``: numpy's
+    multiply, add and square root (:func:`sqrt_into`) in one pass, each rounded as numpy
+    rounds it in the dtype."""
+    n = math.prod(job.shape)
+    _launch(job, "gradient_magnitude", "add_square", _elementwise_defines(job.dtype),
+            (n, int(root)), (n,), acc, x)
 
 
 def sqrt_into(job: Work, acc) -> None:

@@ -110,12 +110,13 @@ def _sum_of(job: Job, derivatives, squared=False):
         _engine.square(job, total)
     if len(derivatives) > 1:
         part, spare = job.empty(), job.empty()
-        for d in derivatives[1:]:
+        for i, d in enumerate(derivatives[1:], 2):
             d(job, src, part, spare)
-            if squared:
-                _engine.square(job, part)
-            _engine.add_into(job, total, part)
-    if squared:
+            if squared:  # (with the root after the last)
+                _engine.add_square(job, total, part, root=i == len(derivatives))
+            else:
+                _engine.add_into(job, total, part)
+    if squared and len(derivatives) == 1:
         _engine.sqrt_into(job, total)
     return job.finish(total)
 
