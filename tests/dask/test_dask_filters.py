@@ -217,6 +217,21 @@ def test_vector_add_of_a_chain_checks_the_chain_s_dtype(rng):
         cd.vector_add(y, da.from_array(image(rng, np.uint8), chunks=5))
 
 
+def test_a_filter_that_fails_leaves_later_computations_right(rng):
+    """A task that fails after its window went to the device drops its thread's window
+    buffers; the blocks computed next on the same threads are right."""
+    x = image(rng, np.float32)
+
+    def fails(image, mode=None, device=None):
+        raise RuntimeError("the filter failed")
+    y = cd.gaussian_blur(cd.apply(fails, da.from_array(x, chunks=(4, 3)), halo=1,
+                                  mode="wrap"), 1.0)
+    with pytest.raises(RuntimeError, match="the filter failed"):
+        compute(y)
+    z = cd.convolve(da.from_array(x, chunks=(4, 3)), np.ones((3, 3)), mode="wrap")
+    np.testing.assert_array_equal(compute(z), ck.convolve(x, np.ones((3, 3)), mode="wrap"))
+
+
 @pytest.mark.parametrize("origin", [(1, -1), (-1, 0), (1, 1)])
 def test_apply_honours_a_mask_moved_off_centre(rng, origin):
     """A 3x3 mask moved by ``origin`` (scipy's sense) as a zero-padded 7x7 mask for clkit,
