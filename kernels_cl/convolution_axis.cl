@@ -9,6 +9,12 @@
  * summation, kept so that sums round as scipy's do. Specialised builds take them (and the border
  * mode) as the defines TAPS, SHIFT, SYMMETRIC, BORDER; generic ones (GENERIC=1) as arguments
  * (see ndimage.h). MEAN=1: the sum of the window over `taps`, without weights.
+ *
+ * RPI > 1 (specialised builds along an axis other than the last): a work-item computes its
+ * VW neighbouring elements of RPI consecutive lines (global size (ceil(inner / VW),
+ * ceil(len / RPI), outer)). Their windows overlap, so the RPI + TAPS - 1 vectors of their span
+ * are loaded and converted to ACC_T once, into private memory, and each window's sum reads
+ * them from there (CPUs, where the conversions cost as much as a fifth of the pass).
  */
 #include "ndimage.h"
 
@@ -46,6 +52,15 @@
     }
 #endif
 
+/* The VW sums of `v` stored from element `out` on. */
+#define STORE_LANES(v, out)                                                               \
+    {                                                                                     \
+        ACC_T lanes[VW];                                                                  \
+        VSTORE_ACC((v), lanes);                                                           \
+        for (int l = 0; l < VW; l++)                                                      \
+            clk_store(dst, (out) + l, lanes[l]);                                          \
+    }
+
 /* The sums of VW neighbouring elements at once, the first at `out`; `p` their first window's
  * first tap, `step` the distance between taps. */
 #define VECTOR_SUMS(out, p, step)                                                         \
@@ -53,10 +68,7 @@
         const long step_ = (step);                                                        \
         VACC sum;                                                                         \
         WINDOW_SUM(VECTOR_TAP)                                                            \
-        ACC_T lanes[VW];                                                                  \
-        VSTORE_ACC(sum, lanes);                                                           \
-        for (int l = 0; l < VW; l++)                                                      \
-            clk_store(dst, (out) + l, lanes[l]);                                          \
+        STORE_LANES(sum, out)                                                             \
     }
 #define VECTOR_TAP(k) VLOAD(p, (long)(k) * step_)
 /* The sum of element i of the line that starts at `base`, each tap folded. */
@@ -69,6 +81,37 @@
         clk_store(dst, base_ + (long)(i) * STRIDE, sum);                                  \
     }
 #define FOLDED_TAP(k) read_tap(src, base_, start_ + (k), len, STRIDE, cval, false, border)
+
+#ifndef RPI
+#define RPI 1
+#endif
+#if RPI > 1
+#if LAST || GENERIC
+#error "RPI > 1 is for specialised builds along an axis other than the last"
+#endif
+#define SPAN_TAP(k) span[r + (k)]
+#undef AXIS_ELEMENTS
+#define AXIS_ELEMENTS(VECTOR, SCALAR)                                                     \
+    const long x0 = (long)get_global_id(0) * VW;                                          \
+    const int i0 = get_global_id(1) * RPI;                                                \
+    const long line = (long)get_global_id(2) * len * inner;                               \
+    if (x0 + VW <= inner && i0 - shift >= 0 && i0 + RPI - 1 - shift + taps <= len) {      \
+        __global const SRC_T *p = src + line + x0 + (long)(i0 - shift) * inner;           \
+        VACC span[RPI + TAPS - 1];                                                        \
+        for (int j = 0; j < RPI + TAPS - 1; j++)                                          \
+            span[j] = VLOAD(p, (long)j * inner);                                          \
+        for (int r = 0; r < RPI; r++) {                                                   \
+            VACC sum;                                                                     \
+            WINDOW_SUM(SPAN_TAP)                                                          \
+            STORE_LANES(sum, line + x0 + (long)(i0 + r) * inner)                          \
+        }                                                                                 \
+    } else {                                                                              \
+        for (int r = 0; r < RPI && i0 + r < len; r++)                                     \
+            for (int j = 0; j < VW && x0 + j < inner; j++) {                              \
+                SCALAR(i0 + r, line + x0 + j)                                             \
+            }                                                                             \
+    }
+#endif
 
 __kernel void correlate_axis(__global const SRC_T *src, __global DST_T *dst,
                              __constant ACC_T *w, int len, long inner, ACC_T cval,

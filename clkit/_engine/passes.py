@@ -109,19 +109,27 @@ def _constant(job: Work, host: np.ndarray):
 
 #: Elements per work-item of the 1-D kernels on CPUs (one vector); GPUs take one.
 CPU_VECTOR = 8
+#: Lines per work-item of a specialised correlation along an axis other than the last, on
+#: CPUs (convolution_axis.cl's RPI): their windows' span is converted once.
+CPU_LINES = 8
 
 
-def _axis_geometry(job: Work, axis: int, defines: dict):
-    """(len, inner, global size) of a pass along ``axis``; sets LAST and VW (see ndimage.h)."""
+def _axis_geometry(job: Work, axis: int, defines: dict, lines: bool = False):
+    """(len, inner, global size) of a pass along ``axis``; sets LAST and VW (see ndimage.h),
+    and with ``lines`` (a specialised correlation) RPI on CPUs."""
     shape = job.shape
     length = shape[axis]
     inner = math.prod(shape[axis + 1:])
     outer = math.prod(shape[:axis])
-    vw = CPU_VECTOR if job.device.type == "cpu" else 1
+    cpu = job.device.type == "cpu"
+    vw = CPU_VECTOR if cpu else 1
     defines.update(LAST=int(inner == 1), VW=vw)
     if inner == 1:
         return length, 1, (-(-length // vw), outer)
-    return length, inner, (-(-inner // vw), length, outer)
+    rpi = CPU_LINES if cpu and lines and _specialised(job) else 1
+    if rpi > 1:
+        defines["RPI"] = rpi
+    return length, inner, (-(-inner // vw), -(-length // rpi), outer)
 
 
 def symmetry(weights: np.ndarray) -> int:
@@ -160,7 +168,7 @@ def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: 
     """``dst`` = scipy.ndimage.correlate1d(src, weights, axis, origin) (weights float64)."""
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines)
+    length, inner, gsize = _axis_geometry(job, axis, defines, lines=True)
     window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
                      symmetric=symmetry(weights), border=border)
     w = _constant(job, weights.astype(acc))
@@ -173,7 +181,7 @@ def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: st
     """``dst`` = the mean of each window of ``size`` along ``axis`` (uniform_filter1d)."""
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines)
+    length, inner, gsize = _axis_geometry(job, axis, defines, lines=True)
     defines["MEAN"] = 1
     window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
                      border=border)

@@ -350,3 +350,29 @@ def test_float_images_run_on_the_image_engine(device, dtype, mode, fn, shape, ar
     kernels = {e["name"] for e in tr.events if e["kind"] == "kernel"}
     assert kernels and all(k.startswith("convolve_") or k == "to_acc" for k in kernels), kernels
     check(got, expected, f"{fn} {dtype} {shape} {kwargs}")
+
+
+SPECIALISED = [
+    ("correlate1d", ([0.5, -1.25, 2.0, 1.0, -0.75],), dict(axis=0, origin=1)),
+    ("convolve1d", ([1.0, 0.0, -1.0],), dict(axis=1)),
+    ("gaussian_filter", (1.5,), {}),
+    ("uniform_filter1d", (4,), dict(axis=0, origin=-1)),
+]
+LARGE = [(263, 251), (19, 61, 59)]  # above the size from which the passes take specialised builds
+
+
+@pytest.mark.parametrize("shape", LARGE, ids=["x".join(map(str, s)) for s in LARGE])
+@pytest.mark.parametrize("fn,args,kwargs", SPECIALISED, ids=[f for f, _, _ in SPECIALISED])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float16, np.float32, np.float64])
+def test_large_arrays_equal_scipy(device, dtype, fn, args, kwargs, shape):
+    """Arrays large enough for the specialised builds of the 1-D passes (and, along an axis
+    other than the last, several lines per work-item on CPUs), every mode in turn."""
+    fp64_or_skip(device, dtype)
+    dtype = np.dtype(dtype)
+    i = [np.uint8, np.int16, np.float16, np.float32, np.float64].index(dtype.type)
+    mode = MODES[(i + 3 * LARGE.index(shape) + len(fn)) % len(MODES)]
+    x = data(dtype, shape, seed=5)
+    kwargs = dict(kwargs, mode=mode, cval=1.5)
+    expected = reference(fn, x, *args, **kwargs)
+    got = getattr(cn, fn)(x, *args, device=device, **kwargs)
+    check(got, expected, f"{fn} {dtype} {shape} {kwargs}", mean="uniform" in fn)
