@@ -86,6 +86,16 @@ def _dtype_of(a) -> np.dtype:
     return np.dtype(a.dtype)
 
 
+def _logical_dtype(job: Work, a) -> np.dtype:
+    """The dtype of a pass's array, bool for the bytes of a bool array: the input's dtype for
+    the job's uploaded input, else the result's (every other array of a job has it)."""
+    dtype = _dtype_of(a)
+    if dtype == np.uint8:
+        of = job.in_dtype if a is getattr(job, "_source", None) else job.dtype
+        return np.dtype(of) if of == np.bool_ else dtype
+    return dtype
+
+
 def _launch(job: Work, file: str, kernel: str, defines: dict, args: tuple, gsize: tuple,
             *buffers) -> None:
     """Enqueue ``kernel`` of ``kernels_cl/<file>.cl`` on ``buffers`` (its first parameters);
@@ -114,15 +124,16 @@ CPU_VECTOR = 8
 CPU_LINES = 8
 
 
-def _axis_geometry(job: Work, axis: int, defines: dict, lines: bool = False):
+def _axis_geometry(job: Work, axis: int, defines: dict, lines: bool = False,
+                   vw: int = CPU_VECTOR):
     """(len, inner, global size) of a pass along ``axis``; sets LAST and VW (see ndimage.h),
-    and with ``lines`` (a specialised correlation) RPI on CPUs."""
+    ``vw`` on CPUs, and with ``lines`` (a specialised correlation) RPI on CPUs."""
     shape = job.shape
     length = shape[axis]
     inner = math.prod(shape[axis + 1:])
     outer = math.prod(shape[:axis])
     cpu = job.device.type == "cpu"
-    vw = CPU_VECTOR if cpu else 1
+    vw = vw if cpu else 1
     defines.update(LAST=int(inner == 1), VW=vw)
     if inner == 1:
         return length, 1, (-(-length // vw), outer)
@@ -190,16 +201,48 @@ def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: st
             (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
 
 
+#: Window sizes from which a minimum or maximum along an axis takes van Herk and
+#: Gil-Werman's method (min_or_max_axis_blocks), whose cost does not grow with the window:
+#: along the last axis, where it runs element by element, and along the others, where it
+#: runs on vectors of neighbouring lines (by the compared type's size in bytes: the direct
+#: comparisons of 16 one-byte lanes at once stay cheaper up to longer windows).
+BLOCKS_FROM_LAST = 40
+BLOCKS_FROM = {1: 16, 2: 8}
+BLOCKS_FROM_WIDE = 5
+
+
 def min_or_max_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: str,
                     cval: float, maximum: bool) -> None:
-    """``dst`` = minimum_filter1d or maximum_filter1d of ``src`` along ``axis``."""
+    """``dst`` = minimum_filter1d or maximum_filter1d of ``src`` along ``axis``: compared in
+    the input's type where that gives scipy's result (see rank_filter_axis.cl), else in
+    double (or float on devices without fp64)."""
     acc = np.dtype(np.float64) if job.device.fp64 else np.dtype(np.float32)
-    defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines)
-    defines["MAXIMUM"] = int(maximum)
+    src_dtype, dst_dtype = _logical_dtype(job, src), _logical_dtype(job, dst)
+    defines = job.types(src_dtype, dst_dtype, acc)
+    cmp = np.dtype(np.float32) if src_dtype == np.float16 else src_dtype
+    exact = border != "BORDER_CONSTANT" or c_cast(cval, cmp) == cval
+    if not exact:
+        cmp = acc
+    defines.update(MAXIMUM=int(maximum), CMP_ACC=int(not exact),
+                   SAME=int(exact and src_dtype == dst_dtype and src_dtype != np.float16
+                            and src_dtype not in (np.int64, np.uint64)))
+    vw = min(16, 64 // cmp.itemsize)
+    length, inner, gsize = _axis_geometry(job, axis, defines, vw=vw)
+    blocks = size >= (BLOCKS_FROM_LAST if inner == 1 else
+                      BLOCKS_FROM.get(cmp.itemsize, BLOCKS_FROM_WIDE))
     window = _window(job, defines, taps=size, shift=size // 2 + origin, border=border)
-    _launch(job, "rank_filter_axis", "min_or_max_axis", defines,
-            (length, inner, float(acc.type(cval))) + window, gsize, src, dst)
+    args = (length, inner, float(acc.type(cval))) + window
+    if not blocks:
+        _launch(job, "rank_filter_axis", "min_or_max_axis", defines, args, gsize, src, dst)
+        return
+    # one work-item per block of `size` outputs along the axis
+    if inner == 1:
+        gsize = (-(-length // size), gsize[1])
+    else:
+        gsize = (gsize[0], -(-length // size), gsize[2])
+    scratch = dst if defines["SAME"] else job.empty(cmp)
+    _launch(job, "rank_filter_axis", "min_or_max_axis_blocks", defines, args, gsize, src, dst,
+            scratch)
 
 
 def _taps(shape: tuple, footprint: np.ndarray, origins) -> tuple:

@@ -376,3 +376,34 @@ def test_large_arrays_equal_scipy(device, dtype, fn, args, kwargs, shape):
     expected = reference(fn, x, *args, **kwargs)
     got = getattr(cn, fn)(x, *args, device=device, **kwargs)
     check(got, expected, f"{fn} {dtype} {shape} {kwargs}", mean="uniform" in fn)
+
+
+MIN_MAX_SHAPES = {1: (97,), 2: (23, 45), 3: (7, 9, 50)}
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.dtype(d) for d in DTYPES], ids=str)
+def test_min_max_along_every_axis_short_and_long_windows(device, dtype, ndim):
+    """Windows of 3 compare each window's values; from 16 or so (41 along the last axis) van
+    Herk and Gil-Werman's blocks take over: both along every axis, in every mode, with
+    origins, and a cval that the input's type cannot hold (compared in double, as scipy)."""
+    fp64_or_skip(device, dtype)
+    x = data(dtype, MIN_MAX_SHAPES[ndim], seed=ndim)
+    for i, (size, axis) in enumerate(itertools.product([3, 17, 41], range(ndim))):
+        mode = MODES[i % len(MODES)]
+        origin = [0, -(size // 2), (size - 1) // 2][i % 3]
+        cval = [3.0, -300.5, 1.0][i % 3] if "constant" in mode else 0.0
+        for fn in ("minimum_filter1d", "maximum_filter1d"):
+            kwargs = dict(axis=axis, mode=mode, origin=origin, cval=cval)
+            expected = reference(fn, x, size, **kwargs)
+            got = getattr(cn, fn)(x, size, device=device, **kwargs)
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {size} {kwargs}")
+    sizes = (17,) * ndim
+    for fn, output in [("maximum_filter", None), ("minimum_filter", np.float32)]:
+        kwargs = dict(mode="constant", cval=2.5, output=output)
+        expected = reference(fn, x, sizes, **kwargs) if output is None or \
+            dtype != np.float16 else getattr(sn, fn)(x.astype(np.float32), sizes, **kwargs)
+        got = getattr(cn, fn)(x, sizes, device=device, **kwargs)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {sizes} {kwargs}")
