@@ -48,7 +48,7 @@ import warnings
 import pyopencl as cl
 
 from .._platform.devices import setting
-from .._platform.runtime import simulator_in_use
+from .._platform.runtime import simulator_in_use, working_runtimes
 from . import build as _build, helper as _helper
 
 #: The heat at which a variant's specialised build is queued.
@@ -66,19 +66,46 @@ QUICK_WORK = float(1 << 26)
 _FIRST = float("inf")
 
 _TIERS = ("auto", "quick", "generic", "specialised")
+_COUNTERS = ("generic", "specialised", "quick", "built", "prebuilt", "dropped", "failed")
+# One lock for the background queue and every context's variants, whose states it changes
 _lock = threading.Lock()
-_variants: dict = {}  # key -> _Variant
 _forced: list = []  # tier() overrides, innermost last
 _enabled: list = []  # background_builds() setting, when set by a call
-_counts = {"generic": 0, "specialised": 0, "quick": 0, "built": 0, "prebuilt": 0,
-           "dropped": 0, "failed": 0}
-_build_seconds = [0.0]
+
+
+class Variants:
+    """The tier state of one context, held by its runtime: each variant's heat and build, and
+    the calls per tier.  It goes with the runtime, so that a new context starts cold (its
+    builds come back from the disk cache as they are asked for)."""
+
+    def __init__(self, rt):
+        self.rt = rt
+        self.table: dict = {}  # (program origin, options) -> _Variant
+        self.counts = dict.fromkeys(_COUNTERS, 0)
+        self.build_seconds = 0.0
+
+    def get(self, program):
+        return self.table.get((program.origin, program.options))
+
+    def add(self, program, counter="built"):
+        """The variant of ``program``, made cold if new (called with the lock held)."""
+        key = (program.origin, program.options)
+        v = self.table.get(key)
+        if v is None:
+            v = self.table[key] = _Variant(self, counter)
+        return v
+
+
+def variants(rt) -> Variants:
+    """The tier state of ``rt``'s context."""
+    return rt.held(Variants, Variants, rt)
 
 
 class _Variant:
-    __slots__ = ("heat", "state", "job", "seconds", "counter")
+    __slots__ = ("home", "heat", "state", "job", "seconds", "counter")
 
-    def __init__(self, counter="built"):
+    def __init__(self, home, counter="built"):
+        self.home = home  # the Variants of its context
         self.heat = 0.0
         self.state = "cold"  # cold, queued, building, ready, failed
         self.job = None
@@ -158,9 +185,9 @@ def tier(name: str):
         _forced.pop()
 
 
-def use_specialised(program, device, *, work: float = 0.0, prime=None,
+def use_specialised(program, rt, *, work: float = 0.0, prime=None,
                     in_background: bool = True) -> bool:
-    """Whether a call may run ``program``'s specialised build on ``device`` now.
+    """Whether a call may run ``program``'s specialised build on ``rt``'s device now.
 
     ``True`` when it is built (in memory or in the disk cache), when the
     specialised tier is forced, or when background builds are off (the
@@ -172,22 +199,21 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None,
     is not safe to use from two threads at once, such as the Oclgrind
     simulator) builds a hot variant in the calling thread instead.
     """
+    home = variants(rt)
     forced = forced_tier()
     if forced != "auto":
-        return _count(forced == "specialised")
-    key = (program.origin, program.options, device)
-    v = _variants.get(key)
+        return _count(home, forced == "specialised")
+    v = home.get(program)
     if v is not None and v.state == "ready":  # the common case, once a variant is built
-        return _count(True)
+        return _count(home, True)
+    device = rt.device
     with _lock:
-        v = _variants.get(key)
-        if v is None:
-            v = _variants[key] = _Variant()
+        v = home.add(program)
         if v.state in ("cold", "queued") and _build.available(program.source, program.options,
                                                               device):
             v.state = "ready"  # built by warmup, a waiting call, or another process
         if v.state == "ready" or not background_builds():
-            _counts["specialised"] += 1
+            home.counts["specialised"] += 1
             return True
         build_here = False
         if v.state in ("cold", "queued"):
@@ -197,26 +223,27 @@ def use_specialised(program, device, *, work: float = 0.0, prime=None,
                 # Beside the Oclgrind simulator another thread's compiler crashes the process
                 if in_background and not simulator_in_use():
                     v.state = "queued"
-                    _builder.submit(key)
+                    _builder.submit(v)
                 else:
                     v.state = "building"
                     build_here = True
     if build_here:
-        _run_job(key, program, device, None, None)  # without priming: this call launches it
+        _run_job(v, program, device, None, None)  # without priming: this call launches it
     with _lock:
-        ready = _variants[key].state == "ready"
-        _counts["specialised" if ready else "generic"] += 1
+        ready = v.state == "ready"
+        home.counts["specialised" if ready else "generic"] += 1
     return ready
 
 
-def _count(specialised: bool) -> bool:
+def _count(home: Variants, specialised: bool) -> bool:
     with _lock:
-        _counts["specialised" if specialised else "generic"] += 1
+        home.counts["specialised" if specialised else "generic"] += 1
     return specialised
 
 
-def prebuild(program, device, prime=None, first=False, after=None) -> bool:
-    """Queue ``program``'s build for the background thread: a build later calls will likely need.
+def prebuild(program, rt, prime=None, first=False, after=None) -> bool:
+    """Queue ``program``'s build on ``rt``'s device for the background thread: a build later
+    calls will likely need.
 
     Nothing happens when background builds are off, while the simulator is in use, or when the
     program is built, queued or known already.  It waits behind every hot variant, or with
@@ -229,17 +256,17 @@ def prebuild(program, device, prime=None, first=False, after=None) -> bool:
     """
     if not background_builds() or simulator_in_use():
         return False
-    key = (program.origin, program.options, device)
+    home = variants(rt)
     with _lock:
-        if key in _variants:
+        if home.get(program) is not None:
             return False
-        v = _variants[key] = _Variant("prebuilt")
-        if _build.available(program.source, program.options, device):
+        v = home.add(program, "prebuilt")
+        if _build.available(program.source, program.options, rt.device):
             v.state = "ready"
             return False
-        v.state, v.job = "queued", (program, device, prime, after)
+        v.state, v.job = "queued", (program, rt.device, prime, after)
         v.heat = _FIRST if first else 0.0
-        _builder.submit(key)
+        _builder.submit(v)
     return True
 
 
@@ -264,7 +291,7 @@ class AfterLaunch:
             self._marker.wait()
 
 
-def use_quick(program, device, *, work: float) -> bool:
+def use_quick(program, rt, *, work: float) -> bool:
     """Whether a generic call runs the unoptimised build instead of ``program`` (the generic
     program, optimised); the caller then queues the optimised build with :func:`prebuild`
     (``first``, ``after`` the quick launch).
@@ -274,35 +301,30 @@ def use_quick(program, device, *, work: float) -> bool:
     quick tier is forced.  (The helper process puts a build in the disk cache before its first
     launch has compiled the kernels, which takes PoCL about half a second more.)
     """
+    device = rt.device
     forced = forced_tier()
     if forced != "auto":
         quick = forced == "quick"
     else:
         quick = (device.type == "cpu" and not device.simulator and work <= QUICK_WORK
                  and background_builds() and not simulator_in_use()
-                 and pending(program, device))
+                 and pending(program, rt))
     if quick:
         with _lock:
-            _counts["quick"] += 1
+            variants(rt).counts["quick"] += 1
         _helper.start(device)  # the optimised build will go there: start it during this call
     return quick
 
 
-def pending(program, device) -> bool:
-    """Whether ``program`` is not built yet, or its background build (and first launch) is
-    still under way."""
-    v = _variants.get((program.origin, program.options, device))
+def pending(program, rt) -> bool:
+    """Whether ``program`` is not built yet for ``rt``'s device, or its background build (and
+    first launch) is still under way."""
+    v = variants(rt).get(program)
     return (v is not None and v.state in ("queued", "building")) or \
-        not _build.available(program.source, program.options, device)
+        not _build.available(program.source, program.options, rt.device)
 
 
-def build_now(program, device, prime=None) -> None:
-    """Build a specialised program now, in this thread, and mark it ready (for warmup)."""
-    key = (program.origin, program.options, device)
-    _run_job(key, program, device, prime, None)
-
-
-def _run_job(key, program, device, prime, after, helper=False) -> None:
+def _run_job(v: _Variant, program, device, prime, after, helper=False) -> None:
     start = time.perf_counter()
     try:
         payload = _helper.takes(device, prime) if helper and prime is not None else None
@@ -317,43 +339,42 @@ def _run_job(key, program, device, prime, after, helper=False) -> None:
             prime()
     except Exception as exc:  # noqa: BLE001 - the generic tier keeps answering
         with _lock:
-            _variants.setdefault(key, _Variant()).state = "failed"
-            _counts["failed"] += 1
+            v.state = "failed"
+            v.home.counts["failed"] += 1
         warnings.warn(f"clkit: the specialised build {program!r} for {device} failed; the "
                       f"generic kernel keeps serving it ({type(exc).__name__}: {exc})",
                       RuntimeWarning, stacklevel=2)
         return
     with _lock:
-        v = _variants.setdefault(key, _Variant())
         v.state = "ready"
         v.job = None
         v.seconds = time.perf_counter() - start
-        _counts[v.counter] += 1
-        _build_seconds[0] += v.seconds
+        v.home.counts[v.counter] += 1
+        v.home.build_seconds += v.seconds
 
 
 class _Builder:
-    """The one background thread and its queue of hot variants, hottest first."""
+    """The one background thread and its queue of hot variants (of every context), hottest
+    first."""
 
     def __init__(self):
         self._cv = threading.Condition(_lock)
-        self._pending: list = []
+        self._pending: list = []  # _Variant
         self._busy = False
         self._closed = False
         self._thread = None
 
-    def submit(self, key) -> None:
+    def submit(self, v: _Variant) -> None:
         """Queue a variant (called with the lock held)."""
         if self._closed:
-            _variants[key].state = "cold"
+            v.state = "cold"
             return
-        self._pending.append(key)
+        self._pending.append(v)
         if len(self._pending) > MAX_PENDING:
-            coolest = min(self._pending, key=lambda k: _variants[k].heat)
+            coolest = min(self._pending, key=lambda p: p.heat)
             self._pending.remove(coolest)
-            _variants[coolest].state = "cold"
-            _variants[coolest].heat = 0.0
-            _counts["dropped"] += 1
+            coolest.state, coolest.heat = "cold", 0.0
+            coolest.home.counts["dropped"] += 1
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="clkit-builds", daemon=True)
             self._thread.start()
@@ -367,17 +388,18 @@ class _Builder:
                     self._cv.wait()
                 if self._closed:
                     return
-                key = max(self._pending, key=lambda k: _variants[k].heat)
-                self._pending.remove(key)
-                v = _variants[key]
-                if simulator_in_use():  # queued before the simulator came: the call builds it
+                v = max(self._pending, key=lambda p: p.heat)
+                self._pending.remove(v)
+                # queued before the simulator came (the call builds it), or for a context
+                # lost since (its runtime and this state are gone)
+                if simulator_in_use() or v.home.rt.lost is not None:
                     v.state, v.heat, v.job = "cold", 0.0, None
                     continue
                 v.state = "building"
                 program, device, prime, after = v.job
                 self._busy = True
             try:
-                _run_job(key, program, device, prime, after, helper=True)
+                _run_job(v, program, device, prime, after, helper=True)
             finally:
                 with self._cv:
                     self._busy = False
@@ -393,8 +415,8 @@ class _Builder:
         without waiting for it, in the helper process."""
         with self._cv:
             self._closed = True
-            for key in self._pending:
-                _variants[key].state = "cold"
+            for v in self._pending:
+                v.state = "cold"
             self._pending.clear()
             self._cv.notify_all()
             thread = self._thread
@@ -403,6 +425,7 @@ class _Builder:
             thread.join()
 
 
+# One thread for the whole process: builds of any context run one at a time, beside the caller
 _builder = _Builder()
 atexit.register(_builder.close)
 
@@ -412,19 +435,13 @@ def wait_idle(timeout: float | None = None) -> bool:
     return _builder.wait_idle(timeout)
 
 
-def stats() -> dict:
+def stats(rt=None) -> dict:
     """Calls per tier, builds done (of hot variants, and prebuilds), dropped and failed, and the
-    seconds they took."""
+    seconds they took, on ``rt`` (None: summed over the working runtimes), since it was made or
+    dropped what it held."""
+    homes = [variants(r) for r in (working_runtimes() if rt is None else [rt])]
     with _lock:
-        return dict(_counts, build_seconds=round(_build_seconds[0], 3),
-                    queued=len(_builder._pending))
-
-
-def forget() -> None:
-    """Drop what this module knows of variants (for tests; the builds stay cached)."""
-    wait_idle()
-    with _lock:
-        _variants.clear()
-        for k in _counts:
-            _counts[k] = 0
-        _build_seconds[0] = 0.0
+        out = {k: sum(h.counts[k] for h in homes) for k in _COUNTERS}
+        out["build_seconds"] = round(sum(h.build_seconds for h in homes), 3)
+        out["queued"] = len(_builder._pending)
+    return out

@@ -128,7 +128,7 @@ class Generic:
         # the quick tier's one build: the filter kernel and to_acc, without optimisation
         self._quick = dict(defines, WITH_CONVERT=1)
         self.rt = rt
-        if work is not None and _tiers.use_quick(self.prg, device, work=work):
+        if work is not None and _tiers.use_quick(self.prg, rt, work=work):
             self.optimised = self.prg
             self.prg = program("convolution_generic", options=UNOPTIMISED, **self._quick)
             if self.acc not in self._quick_convert_ready() and \
@@ -156,11 +156,11 @@ class Generic:
         of the time of the other: 80 ms on an H200).  ``after`` as for
         :func:`clkit._build.tiers.prebuild`.
         """
-        queued = optimised is not None and _tiers.prebuild(optimised, self.device, prime,
-                                                            first=True, after=after)
+        queued = optimised is not None and _tiers.prebuild(optimised, self.rt, prime,
+                                                        first=True, after=after)
         convert = functools.partial(prime_convert, self.device, self.acc, self.options,
                                     **convert_defines(self.acc))
-        return _tiers.prebuild(self._convert, self.device, after=after, first=True,
+        return _tiers.prebuild(self._convert, self.rt, after=after, first=True,
                                prime=convert) or queued
 
     def queue_builds(self, prime) -> _tiers.AfterLaunch | None:
@@ -178,7 +178,7 @@ class Generic:
             return src
         convert = self._convert
         if self.acc in self._quick_convert_ready() and \
-                _tiers.pending(convert, self.device):
+                _tiers.pending(convert, self.rt):
             # to_acc's own build is still under way (built in the call, or launched first
             # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves
             convert = program("convolution_generic", options=UNOPTIMISED, **self._quick)

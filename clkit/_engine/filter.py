@@ -407,7 +407,7 @@ class _Tiered:
     def choose(self):
         """The launch ``(queue, srcs, dst)`` this call runs."""
         # Oclgrind cannot take a second thread's launches: its hot variants build in the call
-        if _tiers.use_specialised(self.prg, self.rt.device, work=self.work, prime=self.prime,
+        if _tiers.use_specialised(self.prg, self.rt, work=self.work, prime=self.prime,
                                   in_background=not self.rt.device.simulator):
             return self.specialised
         return self.generic

@@ -98,11 +98,13 @@ EXIT_WHILE_BUILDING = textwrap.dedent("""
     # leaves its binary in the disk cache
     job = functools.partial(subprocess.run, ["sh", "-c", f"sleep 20; touch {sys.argv[1]}"])
     device = types.SimpleNamespace(type="cpu", simulator=False)
-    program = types.SimpleNamespace(build=lambda device: None)
+    program = types.SimpleNamespace(build=lambda device: None, origin="a slow build",
+                                    options=())
+    home = _tiers.Variants(types.SimpleNamespace(device=device, lost=None))
     with _tiers._lock:
-        variant = _tiers._variants["a slow build"] = _tiers._Variant()
+        variant = home.add(program)
         variant.job, variant.state = (program, device, job, None), "queued"
-        _tiers._builder.submit("a slow build")
+        _tiers._builder.submit(variant)
     while not _helper.at_work():
         time.sleep(0.01)
     time.sleep(1)

@@ -208,22 +208,23 @@ def test_a_pending_conversion_build_gives_way_to_the_quick_one(device, rng, monk
 
 def test_auto_tier_builds_a_hot_variant_in_the_background(device, rng, cache_dir):
     """Calls answer with the generic kernel until the variant is hot, then it is built
-    in the background and the next calls use it, with the same results."""
-    _tiers.forget()
+    in the background and the next calls use it, with the same results.  (cache_dir drops
+    what the runtime holds, its tier state included: the variant starts cold.)"""
+    rt = clkit.runtime(device)
     image = random_image(rng, (20, 50), np.float32)
     mask = rng.standard_normal((3, 5))
     hot = int(_tiers.HOT_SCORE)
     results = [ck.convolve(image, mask, device=device) for _ in range(hot)]
     # No second thread while the Oclgrind simulator is in use: the call that heats it builds it
     if device.simulator or simulator_in_use():
-        assert (_tiers.stats()["generic"], _tiers.stats()["specialised"]) == (hot - 1, 1)
+        assert (_tiers.stats(rt)["generic"], _tiers.stats(rt)["specialised"]) == (hot - 1, 1)
     else:
-        assert _tiers.stats()["generic"] == hot
+        assert _tiers.stats(rt)["generic"] == hot
         assert _tiers.wait_idle(timeout=600)
-    assert _tiers.stats()["built"] == 1
-    before = _tiers.stats()["specialised"]
+    assert _tiers.stats(rt)["built"] == 1
+    before = _tiers.stats(rt)["specialised"]
     results.append(ck.convolve(image, mask, device=device))
-    assert _tiers.stats()["specialised"] == before + 1
+    assert _tiers.stats(rt)["specialised"] == before + 1
     expected, scale = convolve_reference(image, mask, "reflect", 0.0)
     for r in results:
         assert_close_scaled(r, expected, scale, dtype=np.float32, ulps=filter_ulps(mask.size),
@@ -234,25 +235,25 @@ def test_auto_tier_builds_a_hot_variant_in_the_background(device, rng, cache_dir
 
 def test_background_builds_off_waits_for_the_specialised_build(device, rng, cache_dir,
                                                                 monkeypatch):
-    _tiers.forget()
     monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    rt = clkit.runtime(device)
     image = random_image(rng, (8, 30), np.float32)
     ck.convolve(image, rng.standard_normal((2, 3)), device=device)
-    assert _tiers.stats()["specialised"] == 1 and _tiers.stats()["generic"] == 0
+    assert _tiers.stats(rt)["specialised"] == 1 and _tiers.stats(rt)["generic"] == 0
 
 
 def test_warmup_builds_variants_ahead(device, rng, cache_dir):
-    _tiers.forget()
+    rt = clkit.runtime(device)
     mask = np.outer([1, 2, 1], [-1, 0, 1])
     built = clkit.kernels.warmup(masks=[mask], sigmas=[1.5], dtypes=["uint8"], modes=["nearest"],
                          device=device)
     assert [line.split(":")[0] for line in built] == [
         "generic float32", "convolve 3x3 uint8 nearest", "gaussian_blur sigma 1.5 uint8 nearest"]
     image = random_image(rng, (16, 24), np.uint8)
-    before = _tiers.stats()
+    before = _tiers.stats(rt)
     ck.convolve(image, mask, mode="nearest", device=device)
     ck.gaussian_blur(image, 1.5, mode="nearest", device=device)
-    after = _tiers.stats()
+    after = _tiers.stats(rt)
     assert after["specialised"] == before["specialised"] + 2
     assert after["generic"] == before["generic"]
 
@@ -274,9 +275,9 @@ class FakeProgram:
         self.builds += 1
 
 
-def start_blocking_build(gate):
+def start_blocking_build(gate, rt):
     """Occupy the background thread with a build that waits for ``gate``."""
-    _tiers.use_specialised(FakeProgram("blocker", gate=gate), "dev",
+    _tiers.use_specialised(FakeProgram("blocker", gate=gate), rt,
                            work=2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK)
     deadline = time.monotonic() + 60
     while not _tiers._builder._busy:
@@ -284,59 +285,74 @@ def start_blocking_build(gate):
         time.sleep(0.01)
 
 
-@pytest.fixture
-def policy(monkeypatch):
-    monkeypatch.setattr(_build, "available", lambda source, options, device: False)
-    # the policy's own devices: no simulator beside them keeps the background thread away
-    monkeypatch.setattr(_tiers, "simulator_in_use", lambda: False)
-    monkeypatch.delenv("CLKIT_BACKGROUND_BUILDS", raising=False)
-    monkeypatch.delenv("CLKIT_TIER", raising=False)
-    _tiers.forget()
-    yield
-    _tiers.forget()
-
-
-def test_heat_queues_a_variant_after_a_few_calls(policy):
-    prg = FakeProgram("a")
-    primed = []
-    for _ in range(int(_tiers.HOT_SCORE) - 1):
-        assert not _tiers.use_specialised(prg, "dev", prime=lambda: primed.append(1))
-    assert _tiers.wait_idle(timeout=10) and prg.builds == 0
-    assert not _tiers.use_specialised(prg, "dev", prime=lambda: primed.append(1))
-    assert _tiers.wait_idle(timeout=60)
-    assert prg.builds == 1 and primed == [1]
-    assert _tiers.use_specialised(prg, "dev")
-    assert _tiers.stats()["built"] == 1
-
-
-def test_prebuild_builds_once_in_the_background(policy, monkeypatch):
-    prg = FakeProgram("likely")
-    _tiers.prebuild(prg, "dev")
-    _tiers.prebuild(prg, "dev")  # known already: queued once
-    assert _tiers.wait_idle(timeout=60) and prg.builds == 1
-    assert (_tiers.stats()["prebuilt"], _tiers.stats()["built"]) == (1, 0)
-    assert _tiers.use_specialised(prg, "dev")  # built: ready for the first call that needs it
-    off = FakeProgram("off")
-    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
-    _tiers.prebuild(off, "dev")
-    assert _tiers.wait_idle(timeout=60) and off.builds == 0
-
-
 class FakeDevice:
     def __init__(self, type="cpu", simulator=False):
         self.type, self.simulator = type, simulator
 
 
-def test_the_quick_tier_serves_small_calls_until_the_optimised_build_is_ready(policy,
+class FakeRuntime:
+    """What _tiers needs of a Runtime: its device, what it holds (the tier state), whether its
+    context was lost.  Each test has a new one, so that its variants start cold."""
+
+    def __init__(self, device="dev"):
+        self.device, self.lost, self._held = device, None, {}
+
+    def held(self, owner, make, *args):
+        if owner not in self._held:
+            self._held[owner] = make(*args)
+        return self._held[owner]
+
+
+@pytest.fixture
+def rt(monkeypatch):
+    """A stand-in runtime, and the policy's settings."""
+    monkeypatch.setattr(_build, "available", lambda source, options, device: False)
+    # the policy's own devices: no simulator beside them keeps the background thread away
+    monkeypatch.setattr(_tiers, "simulator_in_use", lambda: False)
+    monkeypatch.delenv("CLKIT_BACKGROUND_BUILDS", raising=False)
+    monkeypatch.delenv("CLKIT_TIER", raising=False)
+    _tiers.wait_idle()
+    yield FakeRuntime()
+    _tiers.wait_idle()
+
+
+def test_heat_queues_a_variant_after_a_few_calls(rt):
+    prg = FakeProgram("a")
+    primed = []
+    for _ in range(int(_tiers.HOT_SCORE) - 1):
+        assert not _tiers.use_specialised(prg, rt, prime=lambda: primed.append(1))
+    assert _tiers.wait_idle(timeout=10) and prg.builds == 0
+    assert not _tiers.use_specialised(prg, rt, prime=lambda: primed.append(1))
+    assert _tiers.wait_idle(timeout=60)
+    assert prg.builds == 1 and primed == [1]
+    assert _tiers.use_specialised(prg, rt)
+    assert _tiers.stats(rt)["built"] == 1
+
+
+def test_prebuild_builds_once_in_the_background(rt, monkeypatch):
+    prg = FakeProgram("likely")
+    _tiers.prebuild(prg, rt)
+    _tiers.prebuild(prg, rt)  # known already: queued once
+    assert _tiers.wait_idle(timeout=60) and prg.builds == 1
+    assert (_tiers.stats(rt)["prebuilt"], _tiers.stats(rt)["built"]) == (1, 0)
+    assert _tiers.use_specialised(prg, rt)  # built: ready for the first call that needs it
+    off = FakeProgram("off")
+    monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+    _tiers.prebuild(off, rt)
+    assert _tiers.wait_idle(timeout=60) and off.builds == 0
+
+
+def test_the_quick_tier_serves_small_calls_until_the_optimised_build_is_ready(rt,
                                                                                monkeypatch):
     prg = FakeProgram("generic")
     monkeypatch.setattr(_build, "available", lambda source, options, device: prg.builds > 0)
-    cpu = FakeDevice()
+    cpu = FakeRuntime(FakeDevice())
     small, large = _tiers.QUICK_WORK / 2, _tiers.QUICK_WORK * 2
     assert _tiers.use_quick(prg, cpu, work=small)
     assert not _tiers.use_quick(prg, cpu, work=large)  # a large call waits for the build
-    assert not _tiers.use_quick(prg, FakeDevice("gpu"), work=small)
-    assert not _tiers.use_quick(prg, FakeDevice(simulator=True), work=small)
+    assert not _tiers.use_quick(prg, FakeRuntime(FakeDevice("gpu")), work=small)
+    assert not _tiers.use_quick(prg, FakeRuntime(FakeDevice(simulator=True)),
+                                 work=small)
     waited = []
 
     class Event:
@@ -347,20 +363,20 @@ def test_the_quick_tier_serves_small_calls_until_the_optimised_build_is_ready(po
     assert _tiers.wait_idle(timeout=60)
     assert waited == [0] and prg.builds == 1  # the event first, then the build
     assert not _tiers.use_quick(prg, cpu, work=small)
-    assert _tiers.stats()["quick"] == 1
+    assert _tiers.stats(cpu)["quick"] == 1
     with _tiers.tier("quick"):
         assert _tiers.use_quick(prg, cpu, work=large)
         assert not _tiers.use_specialised(prg, cpu)
 
 
-def test_the_quick_tier_serves_until_the_build_here_has_launched(policy, monkeypatch):
+def test_the_quick_tier_serves_until_the_build_here_has_launched(rt, monkeypatch):
     # The helper process writes the disk cache when it has built, before its first launch has
     # compiled the kernels (PoCL: half a second): a call in between must not take the
     # optimised build, whose first launch would then compile them in the call.
     gate = threading.Event()
-    start_blocking_build(gate)
+    start_blocking_build(gate, rt)
     prg = FakeProgram("generic")
-    cpu = FakeDevice()
+    cpu = FakeRuntime(FakeDevice())
     _tiers.prebuild(prg, cpu, first=True)
     monkeypatch.setattr(_build, "available", lambda source, options, device: True)
     try:
@@ -392,87 +408,102 @@ def test_the_first_plan_queues_to_acc_and_on_cpus_the_generic_program(device, mo
         assert queued[-1] in converts  # after the generic program, which large calls wait for
 
 
-def test_a_first_prebuild_goes_ahead_of_hot_variants(policy):
+def test_a_first_prebuild_goes_ahead_of_hot_variants(rt):
     gate = threading.Event()
     order = []
     large = 2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK
-    start_blocking_build(gate)
-    _tiers.use_specialised(FakeProgram("hot"), "dev", work=large, prime=lambda: order.append("hot"))
-    _tiers.prebuild(FakeProgram("later"), "dev", prime=lambda: order.append("later"))
-    _tiers.prebuild(FakeProgram("first"), "dev", prime=lambda: order.append("first"), first=True)
+    start_blocking_build(gate, rt)
+    _tiers.use_specialised(FakeProgram("hot"), rt, work=large, prime=lambda: order.append("hot"))
+    _tiers.prebuild(FakeProgram("later"), rt, prime=lambda: order.append("later"))
+    _tiers.prebuild(FakeProgram("first"), rt, prime=lambda: order.append("first"), first=True)
     gate.set()
     assert _tiers.wait_idle(timeout=60)
     assert order == ["first", "hot", "later"]
 
 
-def test_a_driver_without_threads_builds_in_the_call(policy):
+def test_a_driver_without_threads_builds_in_the_call(rt):
     prg = FakeProgram("here")
     for _ in range(int(_tiers.HOT_SCORE) - 1):
-        assert not _tiers.use_specialised(prg, "dev", in_background=False)
-    assert _tiers.use_specialised(prg, "dev", in_background=False)
+        assert not _tiers.use_specialised(prg, rt, in_background=False)
+    assert _tiers.use_specialised(prg, rt, in_background=False)
     assert prg.builds == 1 and _tiers._builder._thread is None or not _tiers._builder._busy
-    assert _tiers.stats()["specialised"] == 1
+    assert _tiers.stats(rt)["specialised"] == 1
 
 
-def test_a_large_input_is_hot_at_once(policy):
+def test_a_lost_context_takes_its_tier_state_along(rt):
+    """A variant queued for a context lost since is not built, and the tier state goes with
+    the runtime that held it."""
+    gate = threading.Event()
+    start_blocking_build(gate, rt)
+    doomed = FakeRuntime()
+    prg = FakeProgram("doomed")
+    assert not _tiers.use_specialised(prg, doomed, work=2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK)
+    assert _tiers.stats(doomed)["generic"] == 1
+    doomed.lost = "lost by the test"
+    gate.set()
+    assert _tiers.wait_idle(timeout=60)
+    assert prg.builds == 0 and _tiers.stats(doomed)["built"] == 0
+
+
+def test_a_large_input_is_hot_at_once(rt):
     prg = FakeProgram("big")
-    assert not _tiers.use_specialised(prg, "dev", work=2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK)
+    assert not _tiers.use_specialised(prg, rt, work=2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK)
     assert _tiers.wait_idle(timeout=60)
     assert prg.builds == 1
 
 
-def test_the_hottest_waiting_variant_is_built_first(policy):
+def test_the_hottest_waiting_variant_is_built_first(rt):
     gate = threading.Event()
     warm, hot = FakeProgram("warm"), FakeProgram("hot")
     order = []
     large = 2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK
-    start_blocking_build(gate)
-    _tiers.use_specialised(warm, "dev", work=large, prime=lambda: order.append("warm"))
-    _tiers.use_specialised(hot, "dev", work=large, prime=lambda: order.append("hot"))
-    _tiers.use_specialised(hot, "dev", work=large)  # hotter while it waits
+    start_blocking_build(gate, rt)
+    _tiers.use_specialised(warm, rt, work=large, prime=lambda: order.append("warm"))
+    _tiers.use_specialised(hot, rt, work=large, prime=lambda: order.append("hot"))
+    _tiers.use_specialised(hot, rt, work=large)  # hotter while it waits
     gate.set()
     assert _tiers.wait_idle(timeout=60)
     assert order == ["hot", "warm"]
 
 
-def test_the_queue_is_bounded(policy, monkeypatch):
+def test_the_queue_is_bounded(rt, monkeypatch):
     monkeypatch.setattr(_tiers, "MAX_PENDING", 2)
     gate = threading.Event()
     large = 2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK
-    start_blocking_build(gate)
+    start_blocking_build(gate, rt)
     waiting = [FakeProgram(f"p{i}") for i in range(4)]
     for i, prg in enumerate(waiting):
-        _tiers.use_specialised(prg, "dev", work=large * (1 + i))
+        _tiers.use_specialised(prg, rt, work=large * (1 + i))
     gate.set()
     assert _tiers.wait_idle(timeout=60)
     assert [p.builds for p in waiting] == [0, 0, 1, 1]  # the coolest were dropped
-    assert _tiers.stats()["dropped"] == 2
+    assert _tiers.stats(rt)["dropped"] == 2
 
 
-def test_a_failed_background_build_warns_and_keeps_the_generic_tier(policy):
+def test_a_failed_background_build_warns_and_keeps_the_generic_tier(rt):
     prg = FakeProgram("broken", fail=True)
     with pytest.warns(RuntimeWarning, match="generic kernel keeps serving it"):
-        _tiers.use_specialised(prg, "dev", work=2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK)
+        _tiers.use_specialised(prg, rt, work=2 * _tiers.HOT_SCORE * _tiers.LARGE_WORK)
         assert _tiers.wait_idle(timeout=60)
-    assert not _tiers.use_specialised(prg, "dev")
-    assert _tiers.stats()["failed"] == 1
+    assert not _tiers.use_specialised(prg, rt)
+    assert _tiers.stats(rt)["failed"] == 1
 
 
-def test_settings(policy, monkeypatch):
+def test_settings(rt, monkeypatch):
     prg = FakeProgram("s")
     assert clkit.background_builds() is True
     previous = clkit.background_builds(False)
     try:
-        assert _tiers.use_specialised(prg, "dev")
+        assert _tiers.use_specialised(prg, rt)
     finally:
         clkit.background_builds(previous)
     monkeypatch.setenv("CLKIT_BACKGROUND_BUILDS", "off")
     assert clkit.background_builds() is False
     monkeypatch.setenv("CLKIT_TIER", "generic")
-    assert not _tiers.use_specialised(prg, "dev")
+    assert not _tiers.use_specialised(prg, rt)
     monkeypatch.setenv("CLKIT_TIER", "fast")
     with pytest.raises(clkit.ArgumentValueError, match="CLKIT_TIER='fast' is not a tier"):
-        _tiers.use_specialised(prg, "dev")
+        _tiers.use_specialised(prg, rt)
     with pytest.raises(ValueError, match="unknown tier 'slow'"):
         with _tiers.tier("slow"):
             pass
