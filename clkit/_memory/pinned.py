@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 import pyopencl as cl
 
-from .._platform.runtime import runtime
+from .._platform.runtime import runtime, working_runtimes
 from .array import _converting, byte_span, check_alloc, check_shape
 
 # id of the array that owns a mapping -> (first byte address, end address, context)
@@ -196,7 +196,7 @@ def _forget(key: int) -> None:
 
 # -- results of library calls on GPUs -------------------------------------------------------------
 
-# Pinned memory the pool may hold, lent out and idle together.
+# Pinned memory the result blocks may hold, lent out and idle together.
 def _default_pool_bytes() -> int:
     """2 GiB, or an eighth of the host's memory where that is less."""
     try:
@@ -219,58 +219,90 @@ class _Lease:
                                     "data": (raw.ctypes.data, False)}
 
 
-class _Pool:
-    """Pinned blocks for the numpy results of GPU calls, reused once a result is dropped.
+class _Budget:
+    """The bytes of page-locked memory the result blocks of every context hold together, at
+    most ``POOL_BYTES``: one budget for the process, as the host's memory is one.
 
-    A result in pinned memory comes home by DMA straight into it, with no
-    staging copy and no page faults on fresh memory.  Blocks come back to the
-    pool when the result and all its views are gone; at most ``POOL_BYTES``
-    are held, beyond which results are ordinary numpy memory.
+    A block counts from its mapping until it is freed (its finalizer gives the bytes back),
+    whichever context it belongs to and whether it is lent or idle.
     """
 
     def __init__(self):
-        self.free: dict = {}  # (context, block bytes) -> [raw, ...]
         self.held = 0
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # a finalizer may run (in a collection) while it is held
 
-    def take(self, rt, nbytes: int) -> np.ndarray | None:
-        size = -(-nbytes // _GRAIN) * _GRAIN
-        key = (rt.context.int_ptr, size)
+    def freed(self, size: int) -> None:
         with self.lock:
-            blocks = self.free.get(key)
+            self.held -= size
+
+
+_budget = _Budget()
+
+
+class _Blocks:
+    """The pinned blocks of one context for the numpy results of GPU calls, reused once a
+    result is dropped; held by the context's runtime (``rt.held``), so that its idle blocks
+    go with it when the context is lost or released, and a block lent out then is freed when
+    its result is dropped instead of coming back.
+
+    A result in pinned memory comes home by DMA straight into it, with no
+    staging copy and no page faults on fresh memory.  Beyond the budget
+    (``POOL_BYTES`` for all contexts) results are ordinary numpy memory.
+    """
+
+    def __init__(self, rt):
+        self.rt = rt
+        self.free: dict = {}  # block bytes -> [raw, ...]
+
+    def take(self, nbytes: int) -> np.ndarray | None:
+        size = -(-nbytes // _GRAIN) * _GRAIN
+        rt = self.rt
+        with _budget.lock:
+            blocks = self.free.get(size)
             raw = blocks.pop() if blocks else None
             if raw is None:
-                if size > POOL_BYTES - self.held:
-                    self._trim(POOL_BYTES - size)
-                if size > POOL_BYTES - self.held:
+                if size > POOL_BYTES - _budget.held:
+                    _trim(POOL_BYTES - size)
+                if size > POOL_BYTES - _budget.held:
                     return None
-                self.held += size
+                _budget.held += size
         if raw is None:
             try:
                 raw = _map(rt, size)
             except Exception:
-                with self.lock:
-                    self.held -= size
+                _budget.freed(size)
                 return None
-            _remember(raw, rt.context)  # for the pool's life: blocks are never unmapped in use
+            key = _remember(raw, rt.context)  # for the block's life: never unmapped in use
+            weakref.finalize(raw, _unmapped, key, size)
         lent = np.asarray(_Lease(raw, nbytes))
-        weakref.finalize(lent, self._give_back, key, raw)
+        # (weakly: a result still held must not keep the idle blocks of a lost context)
+        weakref.finalize(lent, _give_back, weakref.ref(self), size, raw)
         return lent
 
-    def _give_back(self, key, raw):
-        with self.lock:
-            self.free.setdefault(key, []).append(raw)
 
-    def _trim(self, keep: int):
-        """Unmap idle blocks until at most ``keep`` bytes are held (the lock is held)."""
-        for key, blocks in self.free.items():
-            while blocks and self.held > keep:
-                raw = blocks.pop()
-                _forget(id(raw))
-                self.held -= key[1]
+def _give_back(blocks_ref, size, raw) -> None:
+    """A result is gone: its block back to its context's idle blocks, or, where the runtime
+    dropped them (a lost context), gone with this last reference.  A forked child's runtimes
+    keep theirs (freeing there could hang): back it goes."""
+    blocks = blocks_ref()
+    if blocks is not None and blocks.rt.holds(_Blocks) is blocks:
+        with _budget.lock:
+            blocks.free.setdefault(size, []).append(raw)
 
 
-_pool = _Pool()
+def _unmapped(key: int, size: int) -> None:
+    _forget(key)
+    _budget.freed(size)
+
+
+def _trim(keep: int) -> None:
+    """Let idle blocks go (their finalizers unmap them) until at most ``keep`` bytes are held
+    (the budget's lock is held)."""
+    for rt in working_runtimes():
+        mine = rt.holds(_Blocks)
+        for blocks in (mine.free.values() if mine is not None else ()):
+            while blocks and _budget.held > keep:
+                blocks.pop()  # its finalizer, run now, gives its bytes back
 
 
 def result_empty(shape, dtype, devices) -> np.ndarray | None:
@@ -285,5 +317,6 @@ def result_empty(shape, dtype, devices) -> np.ndarray | None:
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < _GRAIN:
         return None
-    lent = _pool.take(runtime(devices[0]), nbytes)
+    rt = runtime(devices[0])
+    lent = rt.held(_Blocks, _Blocks, rt).take(nbytes)
     return None if lent is None else lent.view(dtype).reshape(shape)

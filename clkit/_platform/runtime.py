@@ -82,6 +82,11 @@ class Runtime:
         found = self._held.get(owner)
         return found if found is not None else self._held.make(owner, lambda: make(*args))
 
+    def holds(self, owner):
+        """What ``owner`` keeps in this context (see :meth:`held`), or None: nothing yet, or
+        dropped since (the context was lost, or :meth:`drop_held` ran)."""
+        return self._held.get(owner)
+
     def memo(self, owner, limit: int | None = None) -> Memo:
         """The ``Memo`` (``clkit._platform.memo``) ``owner`` keeps in this context (see
         :meth:`held`): values made once per runtime, at most ``limit`` of them."""

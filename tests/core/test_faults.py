@@ -15,6 +15,7 @@
 
 import base64
 import functools
+import gc
 import json
 import multiprocessing
 import pickle
@@ -420,6 +421,50 @@ def test_after_a_lost_context_every_kind_of_call_runs_on_the_new_runtime(
     assert fresh is not rt and not fresh.lost
     contexts = set()
     everything(fresh, prg)
+
+
+def test_a_lost_context_takes_its_pinned_result_blocks_along(restore_runtimes, discrete,
+                                                            monkeypatch):
+    """The pinned blocks that GPU results come home in belong to their context: once it is
+    lost its idle blocks are unmapped and leave the budget at once, a result still held keeps
+    its values and its block goes when the result does (not back to a pool), and the new
+    context's results get blocks of their own.  (restore_runtimes first: its setting of
+    CLKIT_BACKGROUND_BUILDS is undone after discrete's.)"""
+    from clkit._memory import pinned as _pinned
+    device, _ = discrete
+    image = np.random.default_rng(7).random((600, 700), dtype=np.float32)
+    expected = scipy.ndimage.convolve(image, MASK)
+    block = -(-image.nbytes // _pinned._GRAIN) * _pinned._GRAIN
+
+    def blocks_of(context):
+        return sum(ctx == context for _, _, ctx in list(_pinned._regions.values()))
+
+    rt, prg, before = used(device)
+    rt.drop_held()  # no idle blocks of earlier calls
+    gc.collect()
+    others, held = blocks_of(rt.context), _pinned._budget.held  # pinned arrays still alive
+    idle, kept = (convolve(image, MASK, device=device) for _ in range(2))
+    for result in (idle, kept):
+        assert _pinned.pinned_context(result) == rt.context
+        np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+    del idle, result
+    gc.collect()
+    assert blocks_of(rt.context) == others + 2 and _pinned._budget.held == held + 2 * block
+
+    fail_driver(monkeypatch, -9999, context_of(rt), on_wait=True)
+    check_context_lost(raised(prg.fill, before, 2.0), "fill")
+    assert rt.lost
+    gc.collect()
+    assert blocks_of(rt.context) == others + 1 and _pinned._budget.held == held + block
+    np.testing.assert_allclose(kept, expected, rtol=1e-5, atol=1e-5)
+    del kept
+    gc.collect()
+    assert blocks_of(rt.context) == others and _pinned._budget.held == held
+
+    fresh = clkit.runtime(device)
+    again = convolve(image, MASK, device=device)
+    assert fresh is not rt and _pinned.pinned_context(again) == fresh.context
+    np.testing.assert_allclose(again, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_out_of_resources_with_a_working_context_is_out_of_memory(
