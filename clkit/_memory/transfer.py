@@ -245,7 +245,8 @@ def to_device(array, device=None) -> cl_array.Array:
     Raises
     ------
     ArgumentTypeError
-        An array of Python objects.
+        A string, or an array that is not of numbers or bools (Python objects, strings,
+        dates).
     DeviceNotFoundError
         ``device`` names no visible device.
     OutOfDeviceMemoryError
@@ -261,10 +262,14 @@ def to_device(array, device=None) -> cl_array.Array:
     if isinstance(array, cl_array.Array):  # a device array: its values, through the host
         home = runtime_of_array(array)
         array = download(home, array) if home is not None else array.get()
+    elif isinstance(array, (str, bytes)):
+        raise ArgumentTypeError(f"to_device takes a numpy array (or a list of numbers), not "
+                                f"{type(array).__name__} {array!r:.40}")
     host = np.asarray(array, order="C")
-    if host.dtype == object:
-        raise ArgumentTypeError("to_device: an array of Python objects cannot go to a device; "
-                                "convert it to a numeric dtype first")
+    if host.dtype.kind not in "biufc":
+        what = "Python objects" if host.dtype == object else f"dtype {host.dtype}"
+        raise ArgumentTypeError(f"to_device: an array of {what} cannot go to a device; "
+                                "convert it to a numeric or bool dtype first")
     rt = runtime(device)
     check_alloc(rt, host.nbytes, "to_device")
     out = _converting(lambda: cl_array.empty(rt.queue, host.shape, host.dtype), rt,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import pyopencl as cl
 
-from .._errors import ArgumentTypeError, ClkitError, DeviceNotFoundError, NoOpenCLError
+from .._errors import (ArgumentTypeError, ArgumentValueError, ClkitError,
+                       DeviceNotFoundError, NoOpenCLError)
 from .._files import make_cache_home_usable
 from . import icd as _icd, oclgrind as _oclgrind
 
@@ -307,6 +308,10 @@ def devices(type: str | None = None) -> list[Device]:
     ------
     NoOpenCLError
         The ICD loader finds no platform; the message says how to install one.
+    ArgumentValueError
+        ``type`` is not one of the types above (the message lists them).
+    ArgumentTypeError
+        ``type`` is not a string.
 
     Examples
     --------
@@ -314,6 +319,13 @@ def devices(type: str | None = None) -> list[Device]:
     >>> all(d.type == "cpu" for d in clkit.devices("cpu"))
     True
     """
+    if type is not None and type not in TYPES:
+        kinds = ", ".join(repr(t) for t in TYPES)
+        if not isinstance(type, str):
+            raise ArgumentTypeError(f"devices: type must be a string, one of {kinds}, or None "
+                                    f"for every device; got {type!r}")
+        raise ArgumentValueError(f"devices: unknown device type {type!r}; use one of {kinds}, "
+                                 "or None for every device")
     found = all_devices()
     visible = setting("CLKIT_VISIBLE_DEVICES")
     if visible is not None:
@@ -322,8 +334,6 @@ def devices(type: str | None = None) -> list[Device]:
             keep.update(_matches(spec, found, what="CLKIT_VISIBLE_DEVICES"))
         found = [d for d in found if d in keep]
     if type is not None:
-        if type not in TYPES:
-            raise ValueError(f"unknown device type {type!r}; use one of {', '.join(TYPES)}")
         found = [d for d in found if d.type == type and not d.simulator]
     return found
 

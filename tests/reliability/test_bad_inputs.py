@@ -7,6 +7,8 @@ The mistakes already checked next to each function (``tests/kernels/``, ``tests/
 """
 
 
+import re
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -385,6 +387,29 @@ def test_an_allocation_beyond_any_memory(device):
     with pytest.raises(ArgType, match=r"Python objects cannot live on a device"):
         clkit.empty(3, object, device=device)
 
+
+
+def test_to_device_refuses_strings_and_arrays_of_no_numbers(device):
+    for bad, what in (("abc", "not str 'abc'"), (b"abc", "not bytes b'abc'")):
+        with pytest.raises(ArgType, match=f"to_device takes a numpy array .*{what}"):
+            clkit.to_device(bad, device=device)
+    for bad in (np.array(["a", "b"]), np.array(["2026-12-05"], "datetime64[D]")):
+        with pytest.raises(ArgType, match=re.escape(f"an array of dtype {bad.dtype} cannot go to a "
+                                                    "device; convert it to a numeric or bool")):
+            clkit.to_device(bad, device=device)
+    # what it takes: lists of numbers, bools
+    np.testing.assert_array_equal(clkit.to_device([3, 1, 2], device=device).get(), [3, 1, 2])
+    np.testing.assert_array_equal(clkit.to_device(np.array([True, False]), device=device).get(),
+                                  [True, False])
+
+
+def test_devices_of_an_unknown_type_lists_the_types():
+    with pytest.raises(ArgValue, match=r"devices: unknown device type 'xpu'; use one of 'gpu', "
+                                       r"'cpu', 'accelerator', or None for every device"):
+        clkit.devices(type="xpu")
+    with pytest.raises(ArgType, match=r"type must be a string, one of 'gpu', 'cpu', "
+                                      r"'accelerator', or None .*; got 3"):
+        clkit.devices(type=3)
 
 
 def test_a_result_beyond_the_host_address_space(device):
