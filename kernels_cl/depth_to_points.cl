@@ -16,9 +16,9 @@
  *   WG            work-group size, a power of two (default 256); launch with exactly this local
  *                 size (the kernels declare it with reqd_work_group_size).
  *   PPW           pixels per work-item: 1, 2, 4, 8 or 16. Default: one 16-byte vector of depths
- *                 (8 for ushort, 4 for float), right for GPUs. On a CPU, WG=16 and PPW=16
- *                 measured 2.5x faster with PoCL, which runs the scan's barriers by looping
- *                 over the work-items of a group (fewer, fatter work-items pay less).
+ *                 (8 for ushort, 4 for float), right for GPUs. On a CPU, WG=16 and PPW=16: PoCL
+ *                 runs the scan's barriers by looping over the work-items of a group (fewer,
+ *                 fatter work-items pay less).
  *
  * The image is one flat run of n = height * width pixels in row-major order; a block is the
  * WG * PPW consecutive pixels of one work-group, nblocks = ceil(n / (WG * PPW)), and every
@@ -198,7 +198,7 @@ void depth_to_points(__global const T* restrict depth,
 #endif
 
     /* Multiplying by reciprocals instead of dividing per pixel: within float rounding of
-     * (u - cx) * z / fx, and several times faster on CPUs and GPUs alike. */
+     * (u - cx) * z / fx, and faster on CPUs and GPUs alike. */
     const float rfx = 1.0f / fx, rfy = 1.0f / fy;
     /* Row and column of the first pixel; the others follow by stepping along the row. */
     uint v = first / width;

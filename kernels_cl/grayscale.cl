@@ -6,8 +6,8 @@
  *   CN   components per input pixel: 3 (RGB, the default) or 4 (RGBA; alpha is loaded, unused).
  *   PPW  pixels per work-item: 1, or a multiple of the vector block (16 pixels for uchar, 4 for
  *        float). Default: one block, which on a GPU means CN 16-byte loads and one 16-byte store
- *        per work-item. On a CPU 16 blocks per work-item measured fastest with PoCL (PPW=256 for
- *        uchar, 64 for float): fewer work-items, less per-work-item overhead.
+ *        per work-item. On a CPU 16 blocks per work-item (PPW=256 for uchar, 64 for float): fewer
+ *        work-items, less per-work-item overhead.
  *   LANES  uchar only: the lanes of the integer arithmetic, 4 (one block at a time, the
  *        default), 8 (blocks in pairs, gray_pair) or 16 (in fours, gray_quad); PPW a multiple of
  *        LANES / 4 blocks. A CPU's native int vector width: fours on AVX-512 (16 lanes), where
@@ -24,7 +24,7 @@
  * pixels [i*PPW, i*PPW + PPW), processed as PPW / BLOCK vector blocks. A block is read as CN
  * aligned 16-byte vectors and written as one, through vector-typed pointers (block b starts at
  * b * CN * 16 bytes from an aligned origin; vloadN/vstoreN promise only element alignment, and
- * PoCL 3.1 splits uchar vstore16 into 16 byte stores, measured 4x slower). With PPW = BLOCK,
+ * PoCL 3.1 splits uchar vstore16 into 16 slower byte stores). With PPW = BLOCK,
  * neighbouring work-items own neighbouring blocks, so a GPU warp reads and writes contiguous
  * spans. The work-item whose pixels straddle n finishes pixel by pixel; those past n return.
  *
@@ -42,8 +42,8 @@
  * the words with shifts and masks, and the 16 results are packed back with shifts, so there are
  * no byte shuffles (GPUs have no byte lanes either). Every vector literal joins exactly two
  * parts: Oclgrind 21.10's uninitialised-value check crashes on the partly undefined shuffles
- * that many-part literals compile to (a uchar16 byte-shuffle version was only 5% faster on
- * PoCL), and the shuffle2 builtin runs 25x slower on PoCL.
+ * that many-part literals compile to (a uchar16 byte-shuffle version gained little on
+ * PoCL), and the shuffle2 builtin is slow on PoCL.
  * clamp() takes vector bounds: Oclgrind 21.10 computes the vector-with-scalar integer overloads
  * of min, max and clamp wrongly for every lane but the first.
  */

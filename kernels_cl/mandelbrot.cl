@@ -5,8 +5,7 @@
  *   T    precision of the arithmetic: float (default) or double (needs cl_khr_fp64).
  *   PPW  pixels per work-item, side by side in one row: 1 (default, for GPUs: one pixel per
  *        SIMT lane), 2, 4, 8 or 16. On a CPU use one SIMD register's worth (AVX-512: 16 float,
- *        8 double): PoCL 3.1 cannot vectorise this data-dependent loop across work-items, and
- *        PPW=16 measured 9x faster than PPW=1 there.
+ *        8 double): PoCL 3.1 cannot vectorise this data-dependent loop across work-items.
  *
  * Launch (2-D)
  *   global size = (ceil(width / PPW), rows), each rounded up to a multiple of the local size

@@ -14,7 +14,7 @@
  * kernel per type at the first array of that type (and a program per type took longer still);
  * one kernel is compiled once, at the first call. The
  * switch on `type` is the same for every work-item; made once per PER vectors, it costs the
- * memory-bound addition nothing measurable (on PoCL, once per vector: a third more time).
+ * memory-bound addition nothing measurable.
  *
  * Launch (1-D), for elements of type T with VW = 16 / sizeof(T) elements per 16-byte vector and
  * PER vectors per work-item (a define, default 1):
@@ -35,7 +35,7 @@
  * The vectors are accessed through a vector-typed pointer rather than vloadN/vstoreN: each
  * starts at a multiple of 16 bytes from an aligned origin, so it is aligned to the vector's own
  * size, and the compiler may emit one aligned wide access. vloadN/vstoreN promise only element
- * alignment; PoCL 3.1 splits vstore16 of uchar into 16 byte stores (measured: 3-5x slower), and
+ * alignment; PoCL 3.1 splits vstore16 of uchar into 16 slower byte stores, and
  * GPU compilers may split them too.
  */
 

@@ -2,8 +2,7 @@
 
 PoCL compiles one program at a time per process, the code it generates at a
 kernel's first launch included: a background build of two seconds in a
-thread holds up any build the caller starts meanwhile (``mandelbrot``'s first
-call after ``convolve``'s waited 2.0 s instead of 0.5).  So on CPU drivers
+thread holds up any build the caller starts meanwhile.  So on CPU drivers
 the background thread hands each build to one helper process, which builds
 the program and launches it once; the driver's disk caches (clkit's binaries,
 PoCL's generated code) then make the same build and launch in this process
@@ -45,7 +44,7 @@ _state = {"process": None, "cache": None, "ready": False, "failed": False, "buil
 
 def start(device) -> None:
     """Start the helper, where it would build for ``device``, ahead of its first job: its
-    start (0.4 s on PoCL) then runs beside the caller's first build.  Never waits."""
+    start then runs beside the caller's first build.  Never waits."""
     if _usable(device) and _lock.acquire(blocking=False):  # held: a helper is at work
         try:
             _spawned()

@@ -2,7 +2,7 @@
 
 A library operation whose fast kernels are specialised at build time (mask
 size, border mode, element type as ``-D`` defines) would otherwise compile
-one program per combination on its first use, 0.3 to 3 seconds each.  Instead
+one program per combination on its first use, each a compiler's wait.  Instead
 it keeps one generic program that takes those choices as run-time arguments
 (built once per device and kept in the disk cache), and asks this module,
 call by call, whether the specialised build of the variant at hand may be
@@ -18,14 +18,14 @@ used:
 The background thread runs at the lowest scheduling priority the system
 offers (``SCHED_IDLE`` on Linux, else the highest nice value), so that on a
 machine with few cores a build uses the cycles the caller leaves idle rather
-than the caller's (docs/benchmarks.md, "Tiered builds", has the measurement).
+than the caller's (docs/guide/builds.md has the figures).
 On CPU drivers it hands each build to a helper process (clkit/_build/helper.py):
 PoCL compiles one program at a time per process, so a build in the thread
 would hold up every build the caller starts meanwhile.
 
-On CPU drivers the generic program itself takes PoCL 1.5 to 2 seconds to
-build and launch the first time; built without optimisation it takes 0.7 s
-and runs about 20 times slower.  So until the optimised build is at hand, a
+On CPU drivers the generic program itself takes PoCL seconds to build and
+launch the first time; built without optimisation it takes a fraction of that
+and runs many times slower.  So until the optimised build is at hand, a
 call of small work (at most QUICK_WORK) runs that unoptimised build (the
 *quick* tier, the same sums) while the optimised one is made in the
 background, ahead of every hot variant; a larger call waits for it.
@@ -58,8 +58,8 @@ HOT_SCORE = 3.0
 LARGE_WORK = float(1 << 25)
 #: The most builds waiting; beyond it the coolest is dropped (it is queued again if it heats up).
 MAX_PENDING = 16
-#: The most work (output elements x taps) a call gives the quick tier: about 0.1 s of the
-#: unoptimised generic kernel on PoCL, against 1 to 2 s of waiting for the optimised build.
+#: The most work (output elements x taps) a call gives the quick tier: far less time in the
+#: unoptimised generic kernel on PoCL than waiting for the optimised build.
 QUICK_WORK = float(1 << 26)
 #: The heat of a quick tier's optimised build in the queue: it serves every variant, so it
 #: goes first.

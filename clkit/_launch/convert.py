@@ -208,7 +208,7 @@ def _pointer_converter(bound, p):
         wrapped = launch._in_place
         if wrapped is not None and shares and in_place(staging, writes, wrapped):
             # a CPU driver's kernel reads and writes the numpy memory itself: no copies, and no
-            # new memory to fault in (PoCL, saxpy of 2^24 floats: 5 ms a call instead of 100)
+            # new memory to fault in
             flags = cl.mem_flags.USE_HOST_PTR | (
                 cl.mem_flags.READ_WRITE if writes else cl.mem_flags.READ_ONLY)
             try:
@@ -223,8 +223,8 @@ def _pointer_converter(bound, p):
             # would make the host wait for everything queued before it (pyopencl waits for a
             # non-blocking copy's event when the event is dropped). A large array for a GPU,
             # launched on the runtime's queue, goes through that queue's staging buffers
-            # instead, as the library's uploads do (on an H200 about three times the driver's
-            # speed from pageable memory); it may wait for work queued before it when a staging
+            # instead, as the library's uploads do (faster than the driver's copy from pageable
+            # memory); it may wait for work queued before it when a staging
             # buffer is reused. (A queue of the caller's own would need staging buffers of its
             # own, 128 MiB each.)
             stage = launch._queue is rt.queue and _transfer.stages(rt, staging) and \
@@ -243,8 +243,7 @@ def _pointer_converter(bound, p):
             if t0 and not stage:  # the staged pieces are traced as they go
                 _trace.host_transfer(t0, "h2d", bound.device, arr.nbytes)
             # staged home too when the call waits: the copies out of the staging buffers are
-            # made as it waits (an H200, 100 MiB: 15 GB/s, against 5 from the driver's copy into
-            # pageable memory)
+            # made as it waits (faster than the driver's copy into pageable memory)
             how = STAGE if stage and wrapped is not None else COPY
         if writes:
             if launch._copies is None:

@@ -224,9 +224,9 @@ def _queues(rt: Runtime, n: int) -> list:
     On PoCL 4 and 5 (:func:`~clkit._platform.devices.one_launch_at_a_time`) the lanes take turns on one
     queue: PoCL 5.0 aborted in 7 runs of 53 of a batch cut into tiles of unequal rows on two
     queues, none in 30 on one.  A lane there still overlaps its host work with the other
-    lane's kernels, but PoCL no longer runs two kernels at once: on PoCL 3.1, which has not
-    failed so, two queues took 107 against 144-182 ms for 24 convolutions of 1920x1080.
-    Lanes on several such devices take turns image by image (``turns``).
+    lane's kernels, but PoCL no longer runs two kernels at once (PoCL 3.1, which has not
+    failed so, keeps two queues: faster).  Lanes on several such devices take turns image by
+    image (``turns``).
     """
     have = rt.held(_queues, list)  # the runtime's: a new context gets queues of its own
     with _lane_queues_lock:

@@ -20,7 +20,7 @@ from .._platform.runtime import Runtime, driver_error, runtime
 
 Array = cl_array.Array
 # pyopencl's own constructor for arrays it derives from others, which skips the checks of the
-# shape with numpy (12-25 us of a call's host work on a CPU driver, for each array it wraps)
+# shape with numpy (a large part of a call's host work on a CPU driver)
 _FAST = "_fast" in inspect.signature(Array.__init__).parameters
 
 

@@ -33,9 +33,7 @@ from .._trace import trace as _trace
 from .array import _converting, _size, byte_span, check_alloc, wrap
 from .pinned import pinned_context
 
-# Measured on an H200 host (1 GiB, 16 cores): 32-64 MiB chunks through 2 buffers with 8
-# copier threads moved 31-33 GB/s to the device and 27-29 GB/s back; 8 MiB chunks or 4
-# buffers were slower.
+# The fastest sizes measured (docs/performance.md, "Measurements behind the code")
 CHUNK = int(os.environ.get("CLKIT_STAGING_CHUNK", 64 << 20))
 SLOTS = int(os.environ.get("CLKIT_STAGING_SLOTS", 2))
 THREADS = int(os.environ.get("CLKIT_STAGING_THREADS", min(8, os.cpu_count() or 1)))
@@ -159,10 +157,8 @@ _maker = None  # the thread that makes staging buffers
 def staging(rt, queue, wait: bool = True) -> Staging | None:
     """The staging buffers for transfers on ``queue``.
 
-    They are made on first use, in the background: pinning their 128 MiB takes tens of
-    milliseconds (the first 100 MiB ``to_device`` of a process on an H200 took 75-88 ms with
-    them made on the spot, the next ones 5.5-6.5), more than one transfer through the driver's
-    own copy.  With ``wait=False``, None until they are ready, and for good where they could not
+    They are made on first use, in the background: pinning their 128 MiB costs more than one
+    transfer through the driver's own copy.  With ``wait=False``, None until they are ready, and for good where they could not
     be made (no pinned memory to spare): the caller then makes a plain copy.
     """
     global _maker
@@ -212,9 +208,7 @@ def host_ptr_align(device) -> int:
 
     PoCL takes any address.  Intel's CPU runtime copies host memory that is not aligned to
     the device's base-address alignment (128 bytes; numpy's large arrays are aligned to 16),
-    which costs it more than clkit's own copy into aligned memory: convolve 5x5 of a 3840x2160
-    float32 numpy image took 28 ms of process CPU time there, 20 with the copy made here
-    (PoCL: 11).
+    which costs it more than clkit's own copy into aligned memory.
     """
     if device.platform.startswith("Intel(R) OpenCL"):
         return device.cl_device.mem_base_addr_align // 8
@@ -225,8 +219,7 @@ def to_device(array, device=None) -> cl_array.Array:
     """Copy a numpy array to a device.
 
     On a GPU a large array goes through clkit's pinned staging buffers, as the
-    library's own uploads do (on an H200, arrays of 100 MiB at 9-20 GB/s from one
-    host to the next, against 6-8 GB/s through a plain pyopencl copy); the call
+    library's own uploads do (faster than a plain pyopencl copy); the call
     returns once the data is on the device.
 
     Parameters
@@ -395,9 +388,7 @@ def pinned_download(queue, host: np.ndarray, src: cl.Buffer, offset: int) -> Non
     """DMA ``src`` from byte ``offset`` into pinned ``host``; returns when it is there.
 
     The copy is enqueued without blocking and its event waited for: a blocking copy on NVIDIA's
-    OpenCL keeps the copies of the process's other queues from overlapping it, so that lanes of
-    pinned images (up, a kernel, down) moved them at 0.52-0.58x of what the link allows with
-    both directions busy, against 0.87-0.98x waiting for the event (on an H200).
+    OpenCL keeps the copies of the process's other queues from overlapping it.
     """
     _copy_traced(queue, host, src, "d2h", host.nbytes, False, src_offset=offset).wait()
 
