@@ -169,7 +169,7 @@ MUTANTS = [
       "(largest magnitude {big:g})\")\n    return dtype.type(np.float32(value))",
       ["test_scalars_at_their_limits_pass"]),
     M("disk-cache-never-read", "every build compiles; the disk cache is never read",
-      "clkit/**/*.py", "cached = None if debugging else _cache.load(entry)", "cached = None",
+      "clkit/**/*.py", "cached = None if debugging else cache_load(entry)", "cached = None",
       ["test_readers_never_take_a_torn_entry"]),
     # -- image files and the command
     M("images-truncated-accepted", "truncated images decoded, their missing part filled in",

@@ -3,16 +3,34 @@
 A build is keyed by the expanded source, the options and the device; the
 first request compiles (or loads the binary from disk), later ones, from any
 thread or :class:`Program` object, get the same build.
+
+The disk cache of compiled program binaries: one file per (expanded source,
+build options, device, driver): a short header with a checksum of the binary
+and the kernels' signatures, then the binary (none for a driver that caches
+its builds itself: the entry then says that the program was built and what
+its kernels take).  Files are written to a temporary name and renamed into
+place, so a reader sees a whole entry or none, also with several processes
+building the same program at once.  An entry that fails its checksum or that
+the driver refuses is rebuilt and overwritten.
+
+``CLKIT_CACHE_DIR`` moves the cache (default ``$XDG_CACHE_HOME/clkit`` or
+``~/.cache/clkit``); ``CLKIT_CACHE=0`` turns it off.  Where the user's cache
+folder cannot be written (a read-only home, ``HOME=/nonexistent`` in a
+container), :func:`clkit._files.make_cache_home_usable` moves it, for the
+process, to the temp folder, with a warning.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
+import json
 import os
 import re
 import resource
 import signal
+import struct
 import sys
 import tempfile
 import threading
@@ -24,13 +42,11 @@ from pathlib import Path
 import pyopencl as cl
 
 from .._errors import BuildError, caller_outside_clkit
-from .._files import cache_home
+from .._files import atomic_write, cache_home
 from .._platform import oclgrind as _oclgrind
 from .._platform.devices import Device
 from .._platform.runtime import runtime, simulator_turn
-from . import cache as _cache
-from .signature import from_arg_info, query_arg_info, typedefs
-from .source import Source, library_dir
+from .source import Source, from_arg_info, library_dir, query_arg_info, typedefs
 
 # "file:12:5:" as clang-based compilers (PoCL, Oclgrind, NVIDIA) print locations.
 _LOCATION = re.compile(r"(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):")
@@ -92,19 +108,19 @@ def available(source: Source, options: tuple, device: Device) -> bool:
     """Whether a build is at hand without compiling: in memory, or in the disk cache."""
     if (source.digest, options) in runtime(device).memo(build):
         return True
-    return _cache.has(_cache.key(source.text, options + (_ARG_INFO,), device))
+    return cache_has(cache_key(source.text, options + (_ARG_INFO,), device))
 
 
 def _compile(source: Source, options: tuple, rt) -> Built:
     device = rt.device
     full = options + (_ARG_INFO,)
     opts = " ".join(full)
-    entry = _cache.key(source.text, full, device)
+    entry = cache_key(source.text, full, device)
     start = time.perf_counter()
     # Under CLKIT_DEBUG=oclgrind the simulator compiles from source: given a cached binary, it
     # could not quote the source lines in its reports.
     debugging = device.simulator and _oclgrind.debug_mode() == "oclgrind"
-    cached = None if debugging else _cache.load(entry)
+    cached = None if debugging else cache_load(entry)
     library = _in_library(source)
     if _driver_keeps_builds(device):
         _check_room_to_build(source, options, device)
@@ -144,7 +160,7 @@ def _compile(source: Source, options: tuple, rt) -> Built:
              if prg.get_info(cl.program_info.NUM_KERNELS) else [])
     infos = {name: query_arg_info(cl.Kernel(prg, name)) for name in names}
     binary = b"" if _driver_keeps_builds(device) else prg.get_info(cl.program_info.BINARIES)[0]
-    _cache.store(entry, binary, {"kernels": infos, "log": log, "options": opts})
+    cache_store(entry, binary, {"kernels": infos, "log": log, "options": opts})
     return Built(prg, device, _signatures(infos, source, device), log, "compiled",
                  time.perf_counter() - start)
 
@@ -323,3 +339,80 @@ def _build_error(source: Source, options: tuple, device: Device, prg, exc) -> Bu
     message = (f"cannot build {source.origin} for device {device} with options {shown_options}"
                f"\n{log}" + ("\n" + "\n".join(quoted) if quoted else ""))
     return BuildError(message, file=source.origin, device=device, options=options, log=log)
+
+
+# -- the disk cache ----------------------------------------------------------------------------
+
+_MAGIC = b"CLKITBIN"
+_FORMAT = 1
+_warned: set[str] = set()  # cache folders warned about, once each
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or ``None`` when ``CLKIT_CACHE`` turns the cache off."""
+    if os.environ.get("CLKIT_CACHE", "1").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    configured = os.environ.get("CLKIT_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return cache_home() / "clkit"
+
+
+def cache_key(source_text: str, options: tuple, device) -> str:
+    """The cache key: everything that can change the compiled binary."""
+    cl_device = device.cl_device
+    parts = [str(_FORMAT), source_text, "\0".join(options), device.name, device.platform,
+             cl_device.platform.version, device.version, device.driver]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def cache_has(entry_key: str) -> bool:
+    """Whether an entry exists (it may still turn out broken when loaded)."""
+    folder = cache_dir()
+    return folder is not None and (folder / f"{entry_key}.bin").is_file()
+
+
+def cache_load(entry_key: str) -> tuple[bytes, dict] | None:
+    """The binary and metadata stored under a key; ``None`` if absent or broken."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / f"{entry_key}.bin"
+    try:
+        if not path.is_file():  # (nothing else: reading a pipe of that name would wait forever)
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        (header_len,) = struct.unpack_from("<Q", data, len(_MAGIC))
+        start = len(_MAGIC) + 8
+        meta = json.loads(data[start:start + header_len])
+        binary = data[start + header_len:]
+        if hashlib.sha256(binary).hexdigest() != meta.get("sha256"):
+            return None
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return None
+    return binary, meta
+
+
+def cache_store(entry_key: str, binary: bytes, meta: dict) -> None:
+    """Write an entry atomically; a cache that cannot be written is skipped with a warning."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    meta = dict(meta, sha256=hashlib.sha256(binary).hexdigest())
+    header = json.dumps(meta).encode()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_write(folder / f"{entry_key}.bin") as f:
+            f.write(_MAGIC + struct.pack("<Q", len(header)) + header + binary)
+    except OSError as exc:
+        if str(folder) not in _warned:
+            _warned.add(str(folder))
+            warnings.warn(f"clkit: cannot write the kernel cache in {folder} "
+                          f"({exc.strerror or exc}); "
+                          "programs will be compiled each run. Set CLKIT_CACHE_DIR to a "
+                          "writable folder or CLKIT_CACHE=0", RuntimeWarning, stacklevel=3)

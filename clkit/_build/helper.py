@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import cache as _cache
+from .build import cache_dir
 
 #: Seconds a build may take in the helper before it is stopped (the thread then builds here).
 TIMEOUT = 300.0
@@ -64,7 +64,7 @@ def takes(device, job) -> bytes | None:
 
 def _usable(device) -> bool:
     return getattr(device, "type", None) == "cpu" and not device.simulator \
-        and not _state["failed"] and _cache.cache_dir() is not None
+        and not _state["failed"] and cache_dir() is not None
 
 
 def run(payload: bytes) -> bool:
@@ -115,7 +115,7 @@ atexit.register(close, wait=False)
 def _spawned():
     """The helper for this cache folder, started if there is none (not waited for)."""
     process = _state["process"]
-    if process is not None and process.poll() is None and _state["cache"] == _cache.cache_dir():
+    if process is not None and process.poll() is None and _state["cache"] == cache_dir():
         return process
     if process is not None:  # ended, or writing another cache than this process reads
         _stop(process)
@@ -130,7 +130,7 @@ def _spawned():
     except OSError:
         _state["failed"] = True
         return None
-    _state.update(process=process, cache=_cache.cache_dir(), ready=False)
+    _state.update(process=process, cache=cache_dir(), ready=False)
     return process
 
 

@@ -18,7 +18,7 @@ from .._build import tiers as _tiers
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory import pools as _memory
-from .._platform.memo import Memo
+from .._platform.runtime import Memo
 from .._platform.runtime import runtime, runtime_of_array
 from .border import MODES, NUMBERS, band_rows
 from .checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,

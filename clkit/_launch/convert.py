@@ -29,7 +29,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from .._build.signature import Param
+from .._build.source import Param
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory.array import _size, check_alloc

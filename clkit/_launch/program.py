@@ -19,7 +19,7 @@ class Program:
 
     It is compiled the first time one of its kernels runs on a device, once
     per device, and the binary is kept in memory and in the disk cache (see
-    ``clkit._build.cache``).  Make one with :func:`clkit.load` or
+    ``clkit._build.build``).  Make one with :func:`clkit.load` or
     :meth:`Program.from_source`.
 
     Attributes

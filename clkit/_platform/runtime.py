@@ -35,7 +35,49 @@ import pyopencl as cl
 
 from .._errors import LaunchError, OutOfDeviceMemoryError
 from .devices import Device, check_process, select
-from .memo import Memo
+
+
+class Memo(dict):
+    """A dict of at most ``limit`` entries (``None``: no limit), made on first use: the one
+    bounded cache of what clkit makes once and looks up after (plans, builds, masks on the
+    device), kept per context by a :class:`Runtime`.
+
+    Lookups are plain ``dict.get`` (no lock: they are the hot path of every call); making
+    and forgetting take a lock, and a value made by two threads at once is kept once, the
+    first.  Past its limit it forgets the entries made first.
+
+    Examples
+    --------
+    >>> from clkit._platform.runtime import Memo
+    >>> squares = Memo(limit=2)
+    >>> squares.make(3, lambda: 9), squares.make(4, lambda: 16), squares.make(5, lambda: 25)
+    (9, 16, 25)
+    >>> sorted(squares)  # the first made went first
+    [4, 5]
+    """
+
+    def __init__(self, limit: int | None = None):
+        super().__init__()
+        self.limit = limit
+        self._lock = threading.RLock()  # a finalizer (Kernel) may drop an entry while held
+
+    def make(self, key, make):
+        """The value of ``key``, made by ``make()`` (outside the lock) if it is missing."""
+        found = self.get(key)
+        if found is not None:
+            return found
+        value = make()
+        with self._lock:
+            found = self.setdefault(key, value)
+            if self.limit is not None:
+                while len(self) > self.limit:
+                    del self[next(iter(self))]
+        return found
+
+    def drop(self, key) -> None:
+        """Forget ``key`` if it is there."""
+        with self._lock:
+            self.pop(key, None)
 
 
 class Runtime:
@@ -88,7 +130,7 @@ class Runtime:
         return self._held.get(owner)
 
     def memo(self, owner, limit: int | None = None) -> Memo:
-        """The ``Memo`` (``clkit._platform.memo``) ``owner`` keeps in this context (see
+        """The :class:`Memo` ``owner`` keeps in this context (see
         :meth:`held`): values made once per runtime, at most ``limit`` of them."""
         found = self._held.get(owner)
         return found if found is not None else self._held.make(owner, lambda: Memo(limit))

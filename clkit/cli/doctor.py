@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 
-from .._build.cache import cache_dir
+from .._build.build import cache_dir
 from .._errors import ClkitError, LaunchError
 from .._platform import icd as _icd, oclgrind as _oclgrind
 from .._platform.devices import Device, all_devices, devices, select

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import clkit
-from clkit._build import cache as _cache
+from clkit._build import build as _build
 from clkit._platform.runtime import drop_held
 
 SRC = "__kernel void add_k(__global int* x, const int k) { x[get_global_id(0)] += k; }"
@@ -27,7 +27,7 @@ def test_memory_then_disk_hits(device, cache_dir):
     assert clkit.Program.from_source(SRC).build(device).origin == "memory"
     (entry,) = entries(cache_dir)
     # PoCL caches the build itself: asking it for the binary would compile every kernel again
-    binary, _ = _cache.load(entry.stem)
+    binary, _ = _build.cache_load(entry.stem)
     assert (binary == b"") == (device.platform == "Portable Computing Language"), len(binary)
     drop_held()
     again = clkit.Program.from_source(SRC)
@@ -54,7 +54,7 @@ def test_corrupt_entry_is_rebuilt(device, cache_dir, damage):
     prg = clkit.Program.from_source(SRC)
     assert prg.build(device).origin == "compiled"
     run(prg, device)
-    assert _cache.load(entry.stem) is not None  # the entry was rewritten whole
+    assert _build.cache_load(entry.stem) is not None  # the entry was rewritten whole
     drop_held()
     assert clkit.Program.from_source(SRC).build(device).origin == "disk"
 
@@ -63,12 +63,12 @@ def test_a_binary_the_driver_refuses_is_rebuilt(device, cache_dir, monkeypatch):
     clkit.Program.from_source(SRC).build(device)
     (entry,) = entries(cache_dir)
     key = entry.stem
-    real_load = _cache.load
+    real_load = _build.cache_load
 
     def load_with_bad_binary(k):
         binary, meta = real_load(k)
         return b"\x00" * max(64, len(binary)), meta
-    monkeypatch.setattr(_cache, "load", load_with_bad_binary)
+    monkeypatch.setattr(_build, "cache_load", load_with_bad_binary)
     drop_held()
     prg = clkit.Program.from_source(SRC)
     assert prg.build(device).origin == "compiled"
@@ -111,7 +111,7 @@ def test_a_pipe_named_like_an_entry_is_not_read(device, cache_dir):
     (entry,) = entries(cache_dir)
     entry.unlink()
     os.mkfifo(entry)  # reading it would wait for a writer forever
-    assert _cache.load(entry.stem) is None
+    assert _build.cache_load(entry.stem) is None
     drop_held()
     run(clkit.Program.from_source(SRC), device)
 
