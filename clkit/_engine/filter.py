@@ -203,15 +203,17 @@ class Filter(Operation):
             else rows
 
     def two_pass(self, device) -> bool:
-        """Whether to filter rows then columns: for rank-1 masks, except small ones on GPUs.
+        """Whether to filter rows then columns: for rank-1 masks, except small ones.
 
         On a GPU the direct kernel reads its tile once from local memory and is
         bandwidth-bound up to about 9x9 taps, where the two passes move twice the bytes
-        (H200: 5x5 direct 0.17 ms, two passes 0.24 ms at 7680x4320).
+        (H200: 5x5 direct 0.17 ms, two passes 0.24 ms at 7680x4320). On a CPU the direct
+        kernel's 9 taps of a 3x3 mask cost less than the second pass over memory (PoCL,
+        3840x2160 float32: 0.65-0.7x the process time of the two passes; 5x5 took 1.2x).
         """
         if self.factors is None:
             return False
-        return device.type != "gpu" or self.corr.size > 81
+        return self.corr.size > (81 if device.type == "gpu" else 9)
 
     def acc(self, device) -> np.dtype:
         """The type the kernels sum in on ``device``: the result's, or double for integers
