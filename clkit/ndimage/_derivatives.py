@@ -172,9 +172,10 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, device=N
     modes = sequence(mode, len(axes), "mode")
     cval = check_cval(name, cval)
     w = np.array([1.0, -2.0, 1.0])
-    if len(axes) == 2 and modes[0] == modes[1] and math.prod(job.shape):
-        # a 2-D image: the sum of the two second differences is one 5-tap mask
-        image = image_mask(job, np.array([[0.0, 1, 0], [1, -4, 1], [0, 1, 0]]),
+    if sorted(axes) == [0, 1] and modes[0] == modes[1] and math.prod(job.shape):
+        # an image's two axes: the sum of the two second differences is one 5-tap mask
+        mask = np.array([[0.0, 1, 0], [1, -4, 1], [0, 1, 0]])
+        image = image_mask(job, mask.reshape(mask.shape + (1,) * (len(job.shape) - 2)),
                            mode_of(modes[0]), cval)
         if image is not None:
             return run_image_filter(image, [job.input], job.target, job.device)

@@ -221,12 +221,15 @@ def _correlate_or_convolve(name, input, weights, output, mode, cval, origin, axe
 
 def image_mask(job: Job, mask: np.ndarray, border: str, cval: float,
                anchor=None) -> Filter | None:
-    """The 2-D filter of clkit's image engine that convolves with ``mask`` for an HxW image
-    that :func:`_image` takes; None otherwise. ``anchor``: taps above and left of the
-    output element in correlation form (``size // 2 + origin`` per axis; default the
-    centre). Its sums are in the image's type and leave out the weights scipy leaves out."""
-    if len(job.shape) != 2 or not _image(job) or mask.ndim != 2:
+    """The 2-D filter of clkit's image engine that convolves with ``mask`` (one axis per
+    axis of the array: an HxWxC image's mask spans one channel) for an image that
+    :func:`_image` takes; None otherwise. ``anchor``: taps above and left of the output
+    element in correlation form (``size // 2 + origin`` per axis; default the centre). Its
+    sums are in the image's type and leave out the weights scipy leaves out."""
+    if not _image(job) or mask.ndim != len(job.shape) or mask.shape[2:] not in ((), (1,)):
         return None
+    mask = mask.reshape(mask.shape[:2])
+    anchor = None if anchor is None else tuple(anchor[:2])
     return Filter.for_mask(job.name, job.input, mask, NAMES[border], cval, anchor)
 
 
