@@ -74,8 +74,8 @@ _enabled: list = []  # background_builds() setting, when set by a call
 
 
 class Variants:
-    """The tier state of one context, held by its runtime: each variant's heat and build, and
-    the calls per tier.  It goes with the runtime, so that a new context starts cold (its
+    """The tier state of one context, held by its runtime (``rt.variants``): each variant's
+    heat and build, and the calls per tier.  It goes with the runtime, so that a new context starts cold (its
     builds come back from the disk cache as they are asked for)."""
 
     def __init__(self, rt):
@@ -97,8 +97,14 @@ class Variants:
 
 
 def variants(rt) -> Variants:
-    """The tier state of ``rt``'s context."""
-    return rt.held(Variants, Variants, rt)
+    """The tier state of ``rt``'s context, made on first use."""
+    found = rt.variants
+    if found is None:
+        with _lock:
+            found = rt.variants
+            if found is None:
+                found = rt.variants = Variants(rt)
+    return found
 
 
 class _Variant:
@@ -199,11 +205,11 @@ def use_specialised(program, rt, *, work: float = 0.0, prime=None,
     is not safe to use from two threads at once, such as the Oclgrind
     simulator) builds a hot variant in the calling thread instead.
     """
-    home = variants(rt)
+    home = rt.variants or variants(rt)
     forced = forced_tier()
     if forced != "auto":
         return _count(home, forced == "specialised")
-    v = home.get(program)
+    v = home.table.get((program.origin, program.options))
     if v is not None and v.state == "ready":  # the common case, once a variant is built
         return _count(home, True)
     device = rt.device

@@ -113,6 +113,9 @@ class Runtime:
         #: The kernels bound in this context, by ``id`` of their :class:`clkit.Kernel` (looked
         #: up at every launch, so an attribute of its own).
         self.kernels = Memo()
+        #: The tier state of the library's variants in this context (``Variants`` of
+        #: clkit._build.tiers, made on first use; looked up at every library call).
+        self.variants = None
 
     def held(self, owner, make, *args):
         """What ``owner`` keeps in this context, made by ``make(*args)`` on first use.
@@ -140,6 +143,7 @@ class Runtime:
         them again, builds from the disk cache.  For tests and benchmarks that start cold."""
         self._held.clear()
         self.kernels.clear()
+        self.variants = None
 
     @property
     def queue(self) -> cl.CommandQueue:

@@ -100,7 +100,7 @@ EXIT_WHILE_BUILDING = textwrap.dedent("""
     device = types.SimpleNamespace(type="cpu", simulator=False)
     program = types.SimpleNamespace(build=lambda device: None, origin="a slow build",
                                     options=())
-    home = _tiers.Variants(types.SimpleNamespace(device=device, lost=None))
+    home = _tiers.Variants(types.SimpleNamespace(device=device, lost=None, variants=None))
     with _tiers._lock:
         variant = home.add(program)
         variant.job, variant.state = (program, device, job, None), "queued"

@@ -291,16 +291,11 @@ class FakeDevice:
 
 
 class FakeRuntime:
-    """What _tiers needs of a Runtime: its device, what it holds (the tier state), whether its
-    context was lost.  Each test has a new one, so that its variants start cold."""
+    """What _tiers needs of a Runtime: its device, the tier state it holds, whether its context
+    was lost.  Each test has a new one, so that its variants start cold."""
 
     def __init__(self, device="dev"):
-        self.device, self.lost, self._held = device, None, {}
-
-    def held(self, owner, make, *args):
-        if owner not in self._held:
-            self._held[owner] = make(*args)
-        return self._held[owner]
+        self.device, self.lost, self.variants = device, None, None
 
 
 @pytest.fixture
