@@ -93,13 +93,16 @@ def builds() -> int:
 
 def close(wait: bool = True) -> None:
     """End the helper (after the build under way: its results are cached); ``wait=False``, at
-    exit, leaves a helper at work to finish (see the module's docstring)."""
+    exit, leaves a helper at work to finish (see the module's docstring) and does not wait
+    for an idle one to end: its pipe closed, it ends by itself.  (At idle priority on a busy
+    machine that can take seconds, which a dask nanny closing its worker does not wait for:
+    it kills the worker after 4.)"""
     if not _lock.acquire(blocking=wait):
         return
     try:
         process = _state["process"]
         if process is not None:
-            _stop(process)
+            _stop(process, wait)
     finally:
         _lock.release()
 
@@ -162,12 +165,14 @@ def _answer(process) -> bytes | None:
         timer.cancel()
 
 
-def _stop(process) -> None:
+def _stop(process, wait: bool = True) -> None:
     _state["process"] = None
     try:
         process.stdin.close()
     except OSError:
         pass
+    if not wait:
+        return
     try:
         process.wait(5)
     except subprocess.TimeoutExpired:

@@ -214,3 +214,31 @@ def test_the_generic_convolution_is_built_ahead_on_cpu_drivers(device, tmp_path)
     expected, scale = gaussian_reference(image, 1.5)
     assert_close_scaled(np.load(tmp_path / "r.npy"), expected, scale,
                         ulps=filter_ulps(2 * (2 * gaussian_radius(1.5) + 1)), what="blur")
+
+
+class _IdleHelper:
+    """Stands for an idle helper process: records whether it was told to end and waited for."""
+
+    def __init__(self):
+        self.stdin = types.SimpleNamespace(closed=False)
+        self.stdin.close = lambda: setattr(self.stdin, "closed", True)
+        self.stdout = types.SimpleNamespace(close=lambda: None)
+        self.waited = []
+
+    def wait(self, timeout=None):
+        self.waited.append(timeout)
+        return 0
+
+
+def test_closing_at_exit_ends_an_idle_helper_without_waiting_for_it(helper, monkeypatch):
+    """At exit a process closes its idle helper's pipe and goes (a dask worker closed by its
+    nanny must not wait for an idle-priority process on a busy machine); ``close()`` itself
+    still waits for the helper to end."""
+    idle = _IdleHelper()
+    monkeypatch.setitem(helper._state, "process", idle)
+    helper.close(wait=False)
+    assert idle.stdin.closed and idle.waited == [] and helper._state["process"] is None
+    idle = _IdleHelper()
+    monkeypatch.setitem(helper._state, "process", idle)
+    helper.close()
+    assert idle.stdin.closed and idle.waited == [5] and helper._state["process"] is None
