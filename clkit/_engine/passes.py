@@ -294,6 +294,9 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
     as the input's type gives it (scipy's conversion)."""
     offs, flat, lo, hi = _taps(job.shape, footprint, origins)
     n = len(flat)
+    histogram_from = HISTOGRAM_FROM if job.device.type == "cpu" else HISTOGRAM_FROM_ELSEWHERE
+    if n >= histogram_from and job.in_dtype in HISTOGRAM_DTYPES and 0 < rank < n - 1:
+        return rank_histogram(job, src, dst, footprint, origins, border, cval, rank)
     if n > MAX_RANK_TAPS:
         raise NotImplementedError(f"{job.name}: a footprint of {n} elements; clkit.ndimage's "
                                   f"rank filters take up to {MAX_RANK_TAPS}")
@@ -318,6 +321,48 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
     args = (_constant(job, offs), _constant(job, flat), _constant(job, shape),
             _constant(job, lo), _constant(job, hi), float(acc.type(raw_cval))) + window
     _launch(job, "rank_filter", "rank_nd", defines, args, _nd_size(job), src, dst)
+
+
+#: Footprints of at least this many elements select the rank of 8-bit data (uint8, int8,
+#: bool) from a histogram of the window (rank_filter_histogram.cl), whose cost per element
+#: grows with the footprint's edge, where the sorting network's grows with its area.
+#: On CPUs from 5x5; elsewhere (not measured yet) where the sorting networks end.
+HISTOGRAM_FROM = 25
+HISTOGRAM_FROM_ELSEWHERE = MAX_NETWORK + 1
+HISTOGRAM_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.bool_))
+
+
+def rank_histogram(job: Work, src, dst, footprint: np.ndarray, origins, border: str,
+                   cval: float, rank: int) -> None:
+    """``dst`` = the ``rank``-th smallest of each footprint's values, for 8-bit data, by a
+    histogram of the window moved along the last axis (the footprint's taps, then those
+    entering and those leaving it at each step)."""
+    ndim = len(job.shape)
+    centre = np.array([s // 2 + o for s, o in zip(footprint.shape, origins)])
+    offs = np.argwhere(footprint) - centre
+    step = np.zeros(ndim, np.int64)
+    step[-1] = 1
+    inside = {tuple(o) for o in offs}
+    enter = [o for o in offs if tuple(o + step) not in inside]
+    leave = [o - step for o in offs if tuple(o - step) not in inside]
+    every = np.concatenate([offs, np.array(enter), np.array(leave)]).astype(np.int32)
+    strides = np.array([math.prod(job.shape[d + 1:]) for d in range(ndim)], np.int64)
+    flat = (every.astype(np.int64) * strides).sum(axis=1)
+    lo = np.maximum(0, -every.min(axis=0)).astype(np.int32)
+    hi = np.maximum(0, every.max(axis=0)).astype(np.int32)
+    defines = job.types(job.in_dtype, _dtype_of(dst),
+                        np.dtype(np.float64) if job.device.fp64 else np.dtype(np.float32))
+    defines.update(NDIM=ndim, GENERIC=1, SRC_SIGNED=int(job.in_dtype == np.int8))
+    # enough elements per work-item that counting the first window costs a fraction of
+    # the steps
+    seg = max(16, 4 * -(-len(offs) // len(enter)))
+    width, rows = _nd_size(job)
+    args = (_constant(job, every), _constant(job, flat),
+            _constant(job, np.array(job.shape, np.int32)), _constant(job, lo),
+            _constant(job, hi), int(c_cast(cval, job.in_dtype)), len(offs), len(enter), rank,
+            seg, NUMBERS[border])
+    _launch(job, "rank_filter_histogram", "rank_histogram", defines, args,
+            (-(-width // seg), rows), src, dst)
 
 
 def network(n: int, rank: int) -> str:

@@ -409,3 +409,34 @@ def test_min_max_along_every_axis_short_and_long_windows(device, dtype, ndim):
         got = getattr(cn, fn)(x, sizes, device=device, **kwargs)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {sizes} {kwargs}")
+
+
+HISTOGRAM_SHAPES = {1: (301,), 2: (31, 40), 3: (6, 17, 23)}
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.bool_)],
+                         ids=str)
+def test_8_bit_ranks_of_large_footprints(device, dtype, ndim):
+    """Footprints of 129 elements and more (25 on CPUs) of 8-bit data select from a
+    histogram of the window: boxes and an irregular footprint, every mode, origins."""
+    x = data(dtype, HISTOGRAM_SHAPES[ndim], seed=ndim)
+    rng = np.random.default_rng(ndim)
+    box = {1: (131,), 2: (12, 11), 3: (6, 5, 5)}[ndim]
+    irregular = rng.random({1: (140,), 2: (13, 14), 3: (6, 6, 6)}[ndim]) < 0.8
+    calls = [("median_filter", (), dict(size=box)),
+             ("rank_filter", (17,), dict(footprint=irregular)),
+             ("percentile_filter", (85,), dict(size=box)),
+             ("rank_filter", (-7,), dict(footprint=irregular))]
+    modes = MODES
+    if ndim == 1:  # scipy's 1-D path takes a footprint's size as a box, origins otherwise
+        calls = [(fn, args, dict(size=box)) for fn, args, _ in calls]
+        modes = ["reflect", "nearest", "mirror"]
+    for i, (fn, args, kwargs) in enumerate(calls * 2):
+        shape = kwargs.get("size", getattr(kwargs.get("footprint"), "shape", None))
+        origin = 0 if ndim == 1 else [(s - 1) // 2 if i % 2 else -(s // 2) for s in shape]
+        kwargs = dict(kwargs, mode=modes[i % len(modes)], origin=origin, cval=5.0)
+        expected = reference(fn, x, *args, **kwargs)
+        got = getattr(cn, fn)(x, *args, device=device, **kwargs)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {args} {kwargs}")
