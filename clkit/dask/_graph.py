@@ -100,7 +100,8 @@ def build(source, filters: tuple, device, operands: tuple = ()):
         plans = []
         for b in blocks:
             start, stop = (bounds[b], bounds[b + 1]) if b is not None else (0, n)
-            plans.append(plan_axis(n, int(start), int(stop), steps[axis]))
+            plans.append(plan_axis(n, int(start), int(stop), steps[axis],
+                                   rows=axis == ndim - 1 and kept == ndim))
         per_axis.append(plans)
 
     label = "-".join(f.name or f.function.__name__ for f in filters)

@@ -140,17 +140,52 @@ class AxisPlan:
     held: tuple = ()
 
 
-def plan_axis(n: int, start: int, stop: int, steps: list[Pass]) -> AxisPlan:
-    """The plan for the block ``[start, stop)`` of an axis of length ``n``."""
+def plan_axis(n: int, start: int, stop: int, steps: list[Pass], *,
+              rows: bool = False) -> AxisPlan:
+    """The plan for the block ``[start, stop)`` of an axis of length ``n``.
+
+    ``rows``: the axis is the last, whose windows are the rows the kernels run along; a long
+    window is then widened with more of the array's own positions (computed, then cropped
+    off) to a length the kernels run fastest on (:func:`row_length`).
+    """
+    plan = _planned(n, start, stop, steps, start, stop)
+    width = len(plan.source)
+    more = row_length(width) - width if rows else 0
+    if more:
+        # the block's neighbours on one side join the window: after the block, or before it
+        for lo, hi in ((start, stop + more), (start - more, stop)):
+            if 0 <= lo and hi <= n:
+                wider = _planned(n, start, stop, steps, lo, hi)
+                if len(wider.source) == width + more:
+                    return wider
+    return plan
+
+
+def row_length(width: int) -> int:
+    """The row length, at least ``width``, that CPU drivers' vector kernels run fastest on:
+    whole runs of 32 elements (each work-item's vector loads then stay whole and aligned to
+    128 bytes) that are no multiple of 1024 (rows 4 KiB apart share cache sets).  PoCL's
+    filters spend clearly more CPU time per element on rows of 1046 or of 1024 float32
+    elements than on rows of 1056 (``benchmarks/dask_filters.py`` shows it on the whole
+    pass).  Windows under 256 elements are left as they are."""
+    if width < 256:
+        return width
+    length = -(-width // 32) * 32
+    return length + 32 if length % 1024 == 0 else length
+
+
+def _planned(n, start, stop, steps, lo, hi):
+    """The plan for the block ``[start, stop)`` computed as part of the positions
+    ``[lo, hi)`` (which hold it)."""
     windows = []
-    need = [(start, stop)]
+    need = [(lo, hi)]
     for step in reversed(steps):
         win = window(need, step, n)
         windows.append(win)
         need = _runs(win)
     windows.reverse()
     if not steps:
-        windows = [np.arange(start, stop)]
+        windows = [np.arange(lo, hi)]
     # First try: every filter on the first window (no gathers).
     plan = _simulate(n, start, stop, steps, windows, gather=False)
     return plan if plan is not None else _simulate(n, start, stop, steps, windows, gather=True)

@@ -217,6 +217,25 @@ def test_vector_add_of_a_chain_checks_the_chain_s_dtype(rng):
         cd.vector_add(y, da.from_array(image(rng, np.uint8), chunks=5))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_long_rows_widened_for_the_kernels_stay_exact(rng, mode):
+    """Windows of long rows take in more of the neighbouring columns (after the block, or
+    before it at the right edge) up to a length the kernels run fastest on; the blocks stay
+    equal to the unchunked chain, at every seam and edge."""
+    x = image(rng, np.float32, (7, 1300))
+    b = image(rng, np.float32, (7, 1300))
+    y = cd.convolve(cd.vector_add(cd.gaussian_blur(da.from_array(x, chunks=(4, 650)), 1.5,
+                                                   mode=mode), da.from_array(b, chunks=500)),
+                    np.ones((3, 5)) / 15, mode="wrap")
+    want = ck.convolve(ck.gaussian_blur(x, 1.5, mode=mode) + b, np.ones((3, 5)) / 15,
+                       mode="wrap")
+    np.testing.assert_array_equal(compute(y), want)
+    graph = dict(y.__dask_graph__())
+    widths = {len(task[1].axes[1].source) for key, task in graph.items() if key[0] == y.name}
+    # 650 and the halos (6 + 2 on each side), widened to whole runs of 32
+    assert all(w >= 666 and w % 32 == 0 for w in widths), widths
+
+
 def test_a_filter_that_fails_leaves_later_computations_right(rng):
     """A task that fails after its window went to the device drops its thread's window
     buffers; the blocks computed next on the same threads are right."""

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
-from clkit.dask._plan import Pass, pieces, plan_axis, source_index
+from clkit.dask._plan import Pass, pieces, plan_axis, row_length, source_index
 
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
 
@@ -81,3 +81,29 @@ def test_an_edge_block_ends_its_window_at_the_edge():
     plan = plan_axis(20, 0, 5, [Pass(2, 2, "constant")])
     np.testing.assert_array_equal(plan.source, np.arange(0, 7))
     assert plan.crop == slice(0, 5)
+
+
+def test_row_length_whole_runs_of_32_off_multiples_of_1024():
+    assert [row_length(w) for w in (100, 255, 256, 1046, 1056, 1024, 2048, 2070, 1000)] == \
+        [100, 255, 256, 1056, 1056, 1056, 2080, 2080, 1056]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap", "constant"])
+def test_a_widened_window_still_computes_its_block(mode):
+    """The block's plan inside a window widened with its neighbours (after it, or before it
+    at the end of the axis) gives the block exactly, as the plain plan does."""
+    n = 1400
+    steps = [(np.array([1.0, -2, 3, 1, -1, 2]), 0, mode, 2.0),       # reads 3 before, 2 after
+             (np.array([2.0, 1, -1, 3, 1, -2]), -2, "wrap", 0.0)]    # 1 before, 4 after
+    passes = [Pass(3, 2, mode), Pass(1, 4, "wrap")]
+    line = np.random.default_rng(1).integers(-9, 9, n).astype(float)
+    whole = _chain(line, steps)
+    for start, stop in [(0, 700), (700, 1400), (300, 1000)]:
+        plan = plan_axis(n, start, stop, passes, rows=True)
+        assert len(plan.source) % 32 == 0
+        window = line[plan.source]
+        for step, index in zip(steps, plan.gathers):
+            if index is not None:
+                window = window[index]
+            window = _chain(window, [step])
+        np.testing.assert_array_equal(window[plan.crop], whole[start:stop])
