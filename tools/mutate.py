@@ -108,8 +108,8 @@ MUTANTS = [
       "return np.where(m < n, m, 2 * n - 2 - m)", ["test_convolve_modes"], k="reflect"),
     # -- gaussian_blur
     M("gaussian-radius", "the mask's radius int(truncate * sigma), not rounded",
-      "clkit/_engine/**/*.py", "radius = int(truncate * sigma + 0.5)",
-      "radius = int(truncate * sigma)",
+      "clkit/_engine/**/*.py", "return gaussian_kernel1d(sigma, 0, int(truncate * sigma + 0.5))",
+      "return gaussian_kernel1d(sigma, 0, int(truncate * sigma))",
       ["test_gaussian_sigmas"]),
     M("gaussian-inf-sign", "+inf in the result turned into -inf",
       "clkit/**/*.py",
