@@ -133,7 +133,7 @@ class Runtime:
         return self._held.get(owner)
 
     def memo(self, owner, limit: int | None = None) -> Memo:
-        """The :class:`Memo` ``owner`` keeps in this context (see
+        """The ``Memo`` (this module's bounded cache) ``owner`` keeps in this context (see
         :meth:`held`): values made once per runtime, at most ``limit`` of them."""
         found = self._held.get(owner)
         return found if found is not None else self._held.make(owner, lambda: Memo(limit))
