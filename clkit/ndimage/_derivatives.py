@@ -21,7 +21,7 @@ from ._support import check_axes, check_axis, check_cval, mode_of, sequence
 def _smoothed_derivative(name, input, derivative, smooth, axis, output, mode, cval, device):
     job = Job(name, input, output, device)
     ndim = len(job.shape)
-    axis = check_axis(axis, max(1, ndim))
+    axis = check_axis(axis, ndim)
     modes = sequence(mode, ndim, "mode")
     cval = check_cval(name, cval)
     d, s = np.array(derivative, float), np.array(smooth, float)

@@ -158,7 +158,7 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
     w = _weights(name, weights)
     if w.ndim != 1 or w.size < 1:
         raise RuntimeError(f"{name}: weights must be a non-empty 1-D array; got shape {w.shape}")
-    axis = check_axis(axis, max(1, len(job.shape)))
+    axis = check_axis(axis, len(job.shape))
     origin = check_origin(origin, w.size)
     border, cval = mode_of(mode), check_cval(name, cval)
     return run(job, [AxisPass(axis, w, origin, border, cval)])
@@ -211,6 +211,11 @@ def _correlate_or_convolve(name, input, weights, output, mode, cval, origin, axe
         raise RuntimeError(f"{name}: a sequence of modes is not supported; pass one mode")
     border, cval = mode_of(mode), check_cval(name, cval)
     w = np.ascontiguousarray(w)
+    if not job.shape:  # a 0-d array: scipy's one tap, on its element as a 1-D array
+        one = job.target.reshape(1) if job.target is not None else output
+        got = _correlate_or_convolve(name, job.input.reshape(1), w.reshape(1), one, mode,
+                                     cval, 0, None, job.device, False)
+        return job.target if job.target is not None else got.reshape(())
     if math.prod(job.shape):
         image = image_mask(job, w[(slice(None, None, -1),) * w.ndim], border, cval,
                            [s // 2 + o for s, o in zip(w.shape, origins)])
@@ -349,7 +354,7 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
     """
     name = "gaussian_filter1d"
     job = Job(name, input, output, device)
-    axis = check_axis(axis, max(1, len(job.shape)))
+    axis = check_axis(axis, len(job.shape))
     border, cval = mode_of(mode), check_cval(name, cval)
     return run(job, [_gaussian_pass(name, sigma, order, truncate, radius, axis, border,
                                      cval)])
@@ -455,7 +460,7 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     """
     name = "uniform_filter1d"
     job = Job(name, input, output, device)
-    axis = check_axis(axis, max(1, len(job.shape)))
+    axis = check_axis(axis, len(job.shape))
     border, cval = mode_of(mode), check_cval(name, cval)
     return run(job, [_uniform_pass(size, axis, origin, border, cval)])
 

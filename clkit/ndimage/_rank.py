@@ -36,7 +36,7 @@ def _job(name, input, output, device):
 
 def _min_or_max_1d(name, input, size, axis, output, mode, cval, origin, device, maximum):
     job = _job(name, input, output, device)
-    axis = check_axis(axis, max(1, len(job.shape)))
+    axis = check_axis(axis, len(job.shape))
     size = operator.index(size)
     if size < 1:
         raise RuntimeError(f"incorrect filter size {size}: it must be at least 1")

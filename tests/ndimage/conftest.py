@@ -48,7 +48,8 @@ SIMULATOR_SUBSET = {
 #: filter-by-filter comparisons for these (dtype, number of dimensions) cases, and every
 #: test without such cases.
 SIMULATOR_CASES = {("float32", 2), ("uint8", 1), ("int16", 3), ("float64", 3)}
-SIMULATOR_OWN = {"test_device_arrays_stay_on_the_device", "test_complex_is_refused_clearly",
+SIMULATOR_OWN = {"test_device_arrays_stay_on_the_device", "test_zero_dimensional_arrays_as_scipy",
+                 "test_complex_is_refused_clearly",
                  "test_scipy_exception_types_for_bad_arguments",
                  "test_out_of_range_values_convert_as_scipys", "test_public_names_are_scipys"}
 

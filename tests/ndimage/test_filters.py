@@ -440,3 +440,48 @@ def test_8_bit_ranks_of_large_footprints(device, dtype, ndim):
         got = getattr(cn, fn)(x, *args, device=device, **kwargs)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {args} {kwargs}")
+
+
+ZERO_D = {
+    "correlate1d": ([1.0, 2.0, 0.5],), "convolve1d": ([1.0, 2.0, 0.5],),
+    "correlate": (np.array(2.5),), "convolve": (np.array(-1.5),),
+    "gaussian_filter1d": (1.0,), "gaussian_filter": (1.0,), "uniform_filter1d": (3,),
+    "uniform_filter": (3,), "sobel": (), "prewitt": (), "laplace": (),
+    "gaussian_laplace": (1.0,), "gaussian_gradient_magnitude": (1.0,),
+    "minimum_filter1d": (3,), "maximum_filter1d": (3,), "minimum_filter": (3,),
+    "maximum_filter": (3,), "median_filter": (3,), "rank_filter": (0, 3),
+    "percentile_filter": (50, 3),
+}
+
+
+@pytest.mark.parametrize("fn", sorted(ZERO_D))
+def test_zero_dimensional_arrays_as_scipy(device, fn):
+    """A 0-d array gives scipy's result (its element, filtered as one tap) or scipy's error
+    (the 1-D filters have no axis to filter along)."""
+    assert sorted(ZERO_D) == sorted(cn.__all__)
+    args = ZERO_D[fn]
+    for value, extra in [(np.array(7, np.uint8), {}), (np.array(-3, np.int16), {}),
+                         (np.array(2.5, np.float32), dict(output=np.float64)),
+                         (np.array(True), dict(mode="constant", cval=4.0)),
+                         (np.array(9.75), dict(output=np.zeros((), np.int32)))]:
+        if np.float64 in (value.dtype, extra.get("output")) and not device.fp64:
+            continue
+        try:
+            expected = getattr(sn, fn)(value, *args, **dict(extra))
+        except Exception as error:
+            with pytest.raises(type(error)):
+                getattr(cn, fn)(value, *args, device=device, **dict(extra))
+            continue
+        out = dict(extra)
+        if isinstance(out.get("output"), np.ndarray):
+            out["output"] = np.zeros((), np.int32)
+        got = getattr(cn, fn)(value, *args, device=device, **out)
+        if isinstance(out.get("output"), np.ndarray):
+            assert got is out["output"]
+        assert got.shape == () and got.dtype == expected.dtype, (fn, value, extra)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {value!r} {extra}")
+    if fn in ("correlate", "median_filter"):
+        d = clkit.to_device(np.array(5.5, np.float32), device=device)
+        got = getattr(cn, fn)(d, *args)
+        assert isinstance(got, cl_array.Array) and got.shape == ()
+        np.testing.assert_array_equal(got.get(), getattr(sn, fn)(np.float32(5.5), *args))
