@@ -20,8 +20,10 @@ KERNEL_CASES = ("grayscale", *FILTER_CASES, "vector_add", "mandelbrot", "depth_t
 NDIMAGE_CASES = ("ndimage_gaussian_filter_sigma2_float32", "ndimage_gaussian_filter_sigma2_uint8",
                  "ndimage_gaussian_gradient_magnitude_sigma2_float32")
 NDIMAGE_CV2_CASES = ("ndimage_uniform_filter_5_float32", "ndimage_sobel_float32",
-                     "ndimage_minimum_filter_5_uint8", "ndimage_maximum_filter_5_uint8",
-                     "ndimage_median_filter_5_uint8", "ndimage_median_filter_5_float32")
+                     "ndimage_minimum_filter_5_uint8", "ndimage_minimum_filter_31_uint8",
+                     "ndimage_minimum_filter_9_float32", "ndimage_maximum_filter_5_uint8",
+                     "ndimage_median_filter_5_uint8", "ndimage_median_filter_9_uint8",
+                     "ndimage_median_filter_5_float32")
 
 
 def installed(name):

@@ -112,6 +112,16 @@ register(
                       lambda cv2: lambda x: cv2.erode(x, np.ones((5, 5), np.uint8),
                                                       borderType=cv2.BORDER_REFLECT))),
     lambda s: NdimageCase(
+        s, "minimum_filter", np.uint8, (31,), label="_31",
+        cv2_call=_cv2("cv2.erode 31x31 (BORDER_REFLECT)",
+                      lambda cv2: lambda x: cv2.erode(x, np.ones((31, 31), np.uint8),
+                                                      borderType=cv2.BORDER_REFLECT))),
+    lambda s: NdimageCase(
+        s, "minimum_filter", np.float32, (9,), label="_9",
+        cv2_call=_cv2("cv2.erode 9x9 (BORDER_REFLECT)",
+                      lambda cv2: lambda x: cv2.erode(x, np.ones((9, 9), np.uint8),
+                                                      borderType=cv2.BORDER_REFLECT))),
+    lambda s: NdimageCase(
         s, "maximum_filter", np.uint8, (5,), label="_5",
         cv2_call=_cv2("cv2.dilate 5x5 (BORDER_REFLECT)",
                       lambda cv2: lambda x: cv2.dilate(x, np.ones((5, 5), np.uint8),
@@ -120,6 +130,10 @@ register(
         s, "median_filter", np.uint8, (), {"size": 5, "mode": "nearest"}, label="_5",
         cv2_call=_cv2("cv2.medianBlur 5 (replicated edge)",
                       lambda cv2: lambda x: cv2.medianBlur(x, 5))),
+    lambda s: NdimageCase(
+        s, "median_filter", np.uint8, (), {"size": 9, "mode": "nearest"}, label="_9",
+        cv2_call=_cv2("cv2.medianBlur 9 (replicated edge)",
+                      lambda cv2: lambda x: cv2.medianBlur(x, 9))),
     lambda s: NdimageCase(
         s, "median_filter", np.float32, (), {"size": 5, "mode": "nearest"}, label="_5",
         cv2_call=_cv2("cv2.medianBlur 5 (replicated edge)",
