@@ -135,6 +135,34 @@ CLK_INLINE int clk_fold_by(int i, int n, int border)
     }
 }
 
+#if defined(__clang__)
+/* CLK_WINDOW_FN(name, V, N) defines `V name(V a, V b, int d)`: elements [d, d + N) of the 2N
+ * elements a:b, for vectors V of N = 4, 8 or 16 lanes and 0 <= d < N. A tap's window formed
+ * from the aligned blocks around a run: d is a constant wherever this is inlined into an
+ * unrolled tap loop, so the switch folds into one register permute (clang's builtin), where an
+ * unaligned load per tap would straddle two cache lines almost every time. */
+#define CLK_LANES4(n) n, n + 1, n + 2, n + 3
+#define CLK_LANES8(n) CLK_LANES4(n), CLK_LANES4(n + 4)
+#define CLK_LANES16(n) CLK_LANES8(n), CLK_LANES8(n + 8)
+#define CLK_WCASE4(n) case n: return __builtin_shufflevector(a, b, CLK_LANES4(n));
+#define CLK_WCASE8(n) case n: return __builtin_shufflevector(a, b, CLK_LANES8(n));
+#define CLK_WCASE16(n) case n: return __builtin_shufflevector(a, b, CLK_LANES16(n));
+#define CLK_WCASES_4 CLK_WCASE4(1) CLK_WCASE4(2) CLK_WCASE4(3)
+#define CLK_WCASES_8 CLK_WCASE8(1) CLK_WCASE8(2) CLK_WCASE8(3) CLK_WCASE8(4) CLK_WCASE8(5) \
+    CLK_WCASE8(6) CLK_WCASE8(7)
+#define CLK_WCASES_16 CLK_WCASE16(1) CLK_WCASE16(2) CLK_WCASE16(3) CLK_WCASE16(4)              \
+    CLK_WCASE16(5) CLK_WCASE16(6) CLK_WCASE16(7) CLK_WCASE16(8) CLK_WCASE16(9) CLK_WCASE16(10) \
+    CLK_WCASE16(11) CLK_WCASE16(12) CLK_WCASE16(13) CLK_WCASE16(14) CLK_WCASE16(15)
+#define CLK_WINDOW_FN(name, V, N)                                                         \
+    CLK_INLINE V name(V a, V b, int d)                                                    \
+    {                                                                                     \
+        switch (d) {                                                                      \
+        CLK_CAT(CLK_WCASES_, N)                                                           \
+        default: return a;                                                                \
+        }                                                                                 \
+    }
+#endif
+
 /* Ceiling division for non-negative operands, for counts of blocks. */
 #define CLK_DIV_UP(a, b) (((a) + (b) - 1) / (b))
 

@@ -86,27 +86,8 @@
 #endif
 
 #if CPU_PERMUTE == 1
-#define LANES4(n) n, n + 1, n + 2, n + 3
-#define LANES8(n) LANES4(n), LANES4(n + 4)
-#define LANES16(n) LANES8(n), LANES8(n + 8)
-#define WINDOW_CASE(n) case n: return __builtin_shufflevector(a, b, CLK_CAT(LANES, VW)(n));
-
-/* Elements [d, d + VW) of a:b. d is a constant wherever this is inlined into an unrolled tap
- * loop, so the switch folds into one permute instruction. */
-CLK_INLINE accv window(accv a, accv b, int d)
-{
-    switch (d) {
-    WINDOW_CASE(1) WINDOW_CASE(2) WINDOW_CASE(3)
-#if VW > 4
-    WINDOW_CASE(4) WINDOW_CASE(5) WINDOW_CASE(6) WINDOW_CASE(7)
-#endif
-#if VW > 8
-    WINDOW_CASE(8) WINDOW_CASE(9) WINDOW_CASE(10) WINDOW_CASE(11)
-    WINDOW_CASE(12) WINDOW_CASE(13) WINDOW_CASE(14) WINDOW_CASE(15)
-#endif
-    default: return a;
-    }
-}
+/* Elements [d, d + VW) of a:b, in one permute once inlined (clkit.h) */
+CLK_WINDOW_FN(window, accv, VW)
 #elif CPU_PERMUTE == 2
 CLK_INLINE accv window(accv a, accv b, int d)
 {

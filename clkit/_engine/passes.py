@@ -122,12 +122,17 @@ CPU_VECTOR = 8
 #: Lines per work-item of a specialised correlation along an axis other than the last, on
 #: CPUs (convolution_axis.cl's RPI): their windows' span is converted once.
 CPU_LINES = 8
+#: The most taps of a specialised correlation along the last axis whose loops are unrolled
+#: over permutes of aligned blocks on CPUs (convolution_axis.cl's BLOCKS; not for means,
+#: whose unrolled sums took 1.7x the time on PoCL).
+MAX_BLOCK_TAPS = 32
 
 
-def _axis_geometry(job: Work, axis: int, defines: dict, lines: bool = False,
-                   vw: int = CPU_VECTOR):
+def _axis_geometry(job: Work, axis: int, defines: dict, taps: int = 0,
+                   vw: int = CPU_VECTOR, blocks: bool = True):
     """(len, inner, global size) of a pass along ``axis``; sets LAST and VW (see ndimage.h),
-    ``vw`` on CPUs, and with ``lines`` (a specialised correlation) RPI on CPUs."""
+    ``vw`` on CPUs, and for a correlation of ``taps`` taps (0: other passes) in a
+    specialised build on a CPU RPI or (with ``blocks``) BLOCKS (see convolution_axis.cl)."""
     shape = job.shape
     length = shape[axis]
     inner = math.prod(shape[axis + 1:])
@@ -135,9 +140,12 @@ def _axis_geometry(job: Work, axis: int, defines: dict, lines: bool = False,
     cpu = job.device.type == "cpu"
     vw = vw if cpu else 1
     defines.update(LAST=int(inner == 1), VW=vw)
+    lines = cpu and taps and _specialised(job)
     if inner == 1:
+        if lines and blocks and taps <= MAX_BLOCK_TAPS and vw in (4, 8, 16):
+            defines["BLOCKS"] = 1
         return length, 1, (-(-length // vw), outer)
-    rpi = CPU_LINES if cpu and lines and _specialised(job) else 1
+    rpi = CPU_LINES if lines else 1
     if rpi > 1:
         defines["RPI"] = rpi
     return length, inner, (-(-inner // vw), -(-length // rpi), outer)
@@ -179,7 +187,7 @@ def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: 
     """``dst`` = scipy.ndimage.correlate1d(src, weights, axis, origin) (weights float64)."""
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines, lines=True)
+    length, inner, gsize = _axis_geometry(job, axis, defines, weights.size)
     window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
                      symmetric=symmetry(weights), border=border)
     w = _constant(job, weights.astype(acc))
@@ -192,7 +200,7 @@ def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: st
     """``dst`` = the mean of each window of ``size`` along ``axis`` (uniform_filter1d)."""
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines, lines=True)
+    length, inner, gsize = _axis_geometry(job, axis, defines, size, blocks=False)
     defines["MEAN"] = 1
     window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
                      border=border)

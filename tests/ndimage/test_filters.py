@@ -359,6 +359,8 @@ SPECIALISED = [
     ("convolve1d", ([1.0, 0.0, -1.0],), dict(axis=1)),
     ("gaussian_filter", (1.5,), {}),
     ("uniform_filter1d", (4,), dict(axis=0, origin=-1)),
+    ("uniform_filter1d", (5,), dict(axis=-1, origin=2)),
+    ("correlate1d", ([0.5, -1.25, 2.0, 1.0],), dict(axis=-1, origin=-2)),
 ]
 LARGE = [(263, 251), (19, 61, 59)]  # above the size from which the passes take specialised builds
 
@@ -367,8 +369,9 @@ LARGE = [(263, 251), (19, 61, 59)]  # above the size from which the passes take 
 @pytest.mark.parametrize("fn,args,kwargs", SPECIALISED, ids=[f for f, _, _ in SPECIALISED])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float16, np.float32, np.float64])
 def test_large_arrays_equal_scipy(device, dtype, fn, args, kwargs, shape):
-    """Arrays large enough for the specialised builds of the 1-D passes (and, along an axis
-    other than the last, several lines per work-item on CPUs), every mode in turn."""
+    """Arrays large enough for the specialised builds of the 1-D passes (on CPUs, several
+    lines per work-item along an axis other than the last, permutes of blocks along the
+    last), every mode in turn."""
     fp64_or_skip(device, dtype)
     dtype = np.dtype(dtype)
     i = [np.uint8, np.int16, np.float16, np.float32, np.float64].index(dtype.type)
