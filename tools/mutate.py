@@ -223,6 +223,9 @@ MUTANTS = [
     M("pinned-staged", "pinned arrays copied through the staging buffers like any numpy array",
       "clkit/_memory/transfer.py", "return context is not None and context == rt.context",
       "return False", ["test_pinned_arrays_skip_the_staging_on_a_gpu"]),
+    M("pinned-release-kept", "release_memory leaves the idle pinned result blocks mapped",
+      "clkit/_memory/pinned.py", "idle, blocks.free = blocks.free, {}", "idle = blocks.free",
+      ["test_release_memory_frees_the_idle_result_blocks"]),
     # -- the tests' own reference helper
     M("helper-infinite-tolerance", "assert_close_scaled lets an infinite tolerance pass anything",
       "tests/**/_reference.py", "ok = finite & np.isfinite(g) & (np.abs(g - expected) <= tol)",

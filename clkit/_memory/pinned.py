@@ -295,6 +295,18 @@ def _unmapped(key: int, size: int) -> None:
     _budget.freed(size)
 
 
+def release_blocks(rt) -> int:
+    """Let ``rt``'s idle result blocks go (their finalizers unmap them and give their bytes
+    back to the budget); the bytes they held.  A block lent to a result still alive stays
+    that result's, and comes back as an idle block when the result is dropped."""
+    blocks = rt.holds(_Blocks)
+    if blocks is None:
+        return 0
+    with _budget.lock:
+        idle, blocks.free = blocks.free, {}
+    return sum(size * len(raws) for size, raws in idle.items())
+
+
 def _trim(keep: int) -> None:
     """Let idle blocks go (their finalizers unmap them) until at most ``keep`` bytes are held
     (the budget's lock is held)."""

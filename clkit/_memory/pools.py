@@ -15,7 +15,8 @@ call's tiles) for the buffers that live only inside one numpy call's band
 Held memory (freed, kept for reuse) shows as in use to tools such as
 nvidia-smi.  A device's pools together hold at most ``1 / POOL_SHARE`` of
 its memory that way: past that, the next allocation first gives the held
-buffers back to the driver.  :func:`release_memory` gives them back at once.
+buffers back to the driver.  :func:`release_memory` gives them back at once, with the
+idle pinned blocks of numpy results (``clkit._memory.pinned``).
 
 A runtime's pools (:func:`pools`) and the masks it keeps on the device
 (:func:`constant`) are held by the runtime, and go with its context.
@@ -37,6 +38,7 @@ from .._platform.devices import select
 from .._platform.runtime import Runtime, runtime_of_array, working_runtimes
 from . import transfer as _transfer
 from .array import check_alloc, wrap
+from .pinned import release_blocks
 from .transfer import OUTPUT_ALIGN
 
 POOL_SHARE = 8
@@ -157,22 +159,25 @@ def empty(rt: Runtime, shape, dtype, queue=None) -> cl_array.Array:
 
 
 def release_memory(device=None) -> int:
-    """Give the device memory that the library keeps for reuse back to the driver.
+    """Give the memory that the library keeps for reuse back to the driver.
 
     The library keeps freed temporaries and results in pools per device
     (together at most an eighth of the device's memory), so that repeated
     calls do not allocate; tools that show a device's memory count them as
-    used.
+    used.  On GPUs it also keeps the page-locked host blocks that numpy
+    results come home in (see :func:`clkit.pinned_empty`); the idle ones go
+    too.  Memory a live result or device array uses stays valid and is kept
+    for reuse again once that is dropped.
 
     Parameters
     ----------
     device : Device or str, optional
-        Whose pool to empty; ``None`` empties every device's.
+        Whose memory to give back; ``None``: every device's.
 
     Returns
     -------
     int
-        The bytes given back.
+        The bytes given back, device and pinned host memory together.
 
     Raises
     ------
@@ -186,7 +191,7 @@ def release_memory(device=None) -> int:
     True
     """
     chosen = None if device is None else select(device)
-    return sum(pools(rt).free_held() for rt in working_runtimes()
+    return sum(pools(rt).free_held() + release_blocks(rt) for rt in working_runtimes()
                if chosen is None or rt.device == chosen)
 
 

@@ -162,6 +162,38 @@ def test_a_view_keeps_a_result_from_being_reused(discrete, rng):
     np.testing.assert_allclose(row, reference[350, ::-1], rtol=1e-5)
 
 
+def test_release_memory_frees_the_idle_result_blocks(discrete, rng):
+    """release_memory unmaps the idle blocks that results came home in, and their bytes leave
+    the page-locked budget; a block lent to a result still held stays that result's, its
+    values intact, and comes back as an idle block when the result goes."""
+    device, _ = discrete
+    rt = clkit.runtime(device)
+    a = rng.random((700, 800), dtype=np.float32)
+    block = -(-a.nbytes // _pinned._GRAIN) * _pinned._GRAIN
+
+    def idle():
+        return sum(map(len, rt.holds(_pinned._Blocks).free.values()))
+
+    ck.release_memory(device)
+    gc.collect()
+    held = _pinned._budget.held  # pinned arrays and results of other devices, still alive
+    kept, dropped = (ck.vector_add(a, a, device=device) for _ in range(2))
+    assert clkit.is_pinned(kept, device) and clkit.is_pinned(dropped, device)
+    del dropped
+    gc.collect()
+    assert idle() == 1 and _pinned._budget.held == held + 2 * block
+
+    assert ck.release_memory(device) >= block
+    gc.collect()
+    assert idle() == 0 and _pinned._budget.held == held + block
+    other = ck.vector_add(a, 2 * a, device=device)  # a new block, not the one kept holds
+    np.testing.assert_array_equal(kept, a + a)
+    np.testing.assert_array_equal(other, a + 2 * a)
+    del kept, other
+    gc.collect()
+    assert idle() == 2 and _pinned._budget.held == held + 2 * block
+
+
 def test_results_beyond_the_pool_are_ordinary_memory(discrete, rng, monkeypatch):
     device, staged = discrete
     monkeypatch.setattr(_pinned, "POOL_BYTES", 2 << 20)
