@@ -33,8 +33,9 @@
 #define symmetric SYMMETRIC
 #endif
 
-#ifndef BLOCKS
-#define BLOCKS 0
+#if !defined(BLOCKS) || !defined(__clang__)
+#undef BLOCKS
+#define BLOCKS 0  /* (the permutes are clang's builtin: other compilers load each tap) */
 #endif
 /* The tap loops, unrolled where the taps' vectors are permutes of the blocks (BLOCKS) */
 #if BLOCKS
@@ -134,8 +135,8 @@
 #endif
 
 #if BLOCKS
-#if !LAST || GENERIC || VW == 1 || !defined(__clang__)
-#error "BLOCKS is for specialised builds along the last axis, with vectors, under clang"
+#if !LAST || GENERIC || VW == 1
+#error "BLOCKS is for specialised builds along the last axis, with vectors"
 #endif
 CLK_WINDOW_FN(window, VACC, VW)
 #define NBLK CLK_DIV_UP(VW + TAPS - 1, VW)
