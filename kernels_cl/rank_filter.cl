@@ -41,6 +41,69 @@ CLK_INLINE RAW_T tap_folded(__global const SRC_T *src, const int *c, __constant 
 
 #define CE(a, b) { RAW_T lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
 
+#if defined(NETWORK) && VW > 1
+/* The sorting network on VW neighbouring elements along the last axis at once, as vectors
+ * (CPUs): where all VW footprints lie inside the array, tap t of the VW elements is one
+ * vector load at g + flat[t], and each compare-exchange is one vector min and max. The
+ * work-item's elements elsewhere go through the scalar network one by one. */
+#if SRC_HALF
+#define VRAW CLK_VEC(float, VW)
+#define VLOAD_RAW(p, off) CLK_CAT(vload_half, VW)(0, (p) + (off))
+#else
+#define VRAW CLK_VEC(SRC_T, VW)
+#define VLOAD_RAW(p, off) CLK_VLOAD(VW)(0, (p) + (off))
+#endif
+
+__kernel void rank_nd_vector(__global const SRC_T *src, __global DST_T *dst,
+                             __constant int *offs, __constant long *flat,
+                             __constant int *shape, __constant int *lo, __constant int *hi,
+                             ACC_T cval_acc, int ntaps_, int rank_, int border)
+{
+    const int width = shape[NDIM - 1];
+    const int x0 = get_global_id(0) * VW;
+    if (x0 >= width)
+        return;
+    const RAW_T cval = (RAW_T)cval_acc;
+    int c[NDIM];
+    int r = get_global_id(1);
+    const long row = (long)r * width;
+    bool rows_inside = true;
+    for (int d = NDIM - 2; d >= 0; d--) {
+        int q = r / shape[d];
+        c[d] = r - q * shape[d];
+        r = q;
+        rows_inside = rows_inside && c[d] >= lo[d] && c[d] < shape[d] - hi[d];
+    }
+    if (rows_inside && x0 >= lo[NDIM - 1] && x0 + VW <= width - hi[NDIM - 1]) {
+        const long g = row + x0;
+        VRAW v[NTAPS];
+        for (int t = 0; t < NTAPS; t++)
+            v[t] = VLOAD_RAW(src, g + flat[t]);
+#undef CE
+#define CE(a, b) { VRAW lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
+        NETWORK
+#undef CE
+#define CE(a, b) { RAW_T lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
+        RAW_T lanes[VW];
+        CLK_VSTORE(VW)(v[RANK], 0, lanes);
+        for (int l = 0; l < VW; l++)
+            clk_store(dst, g + l, CLK_CONVERT(ACC_T)(lanes[l]));
+        return;
+    }
+    for (int x = x0; x < min(x0 + VW, width); x++) {
+        c[NDIM - 1] = x;
+        const long g = row + x;
+        const bool inside = rows_inside && x >= lo[NDIM - 1] && x < width - hi[NDIM - 1];
+        RAW_T v[NTAPS];
+        for (int t = 0; t < NTAPS; t++)
+            v[t] = inside ? LOAD_RAW(src, g + flat[t])
+                          : tap_folded(src, c, offs, t, shape, border, cval);
+        NETWORK
+        clk_store(dst, g, CLK_CONVERT(ACC_T)(v[RANK]));
+    }
+}
+#endif
+
 __kernel void rank_nd(__global const SRC_T *src, __global DST_T *dst, __constant int *offs,
                       __constant long *flat, __constant int *shape, __constant int *lo,
                       __constant int *hi, ACC_T cval_acc, int ntaps_, int rank_, int border)

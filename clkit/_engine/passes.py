@@ -46,6 +46,8 @@ GENERIC_KEEP = 64
 #: The largest footprint whose rank is selected by a sorting network; larger ones sort by
 #: insertion per work-item.
 MAX_NETWORK = 128
+#: The most bytes of a sorting network's values per work-item on CPUs (VW elements at once).
+NETWORK_BYTES = 1024
 #: Prepared launches kept per runtime.
 MAX_LAUNCHES = 512
 
@@ -328,14 +330,25 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
     raw_cval = c_cast(cval, job.in_dtype)
     args = (_constant(job, offs), _constant(job, flat), _constant(job, shape),
             _constant(job, lo), _constant(job, hi), float(acc.type(raw_cval))) + window
+    size = 4 if job.in_dtype == np.float16 else src_dtype.itemsize
+    # VW neighbours along the last axis per work-item, as vectors of 64 bytes at most, the
+    # footprint's vectors in NETWORK_BYTES at most (PoCL's compiled kernels crashed on 4 KiB)
+    vw = 1 << max(0, min(16, 64 // size, NETWORK_BYTES // (n * size)).bit_length() - 1)
+    if "NETWORK" in defines and job.device.type == "cpu" and vw >= 4:
+        defines["VW"] = vw
+        width, rows = _nd_size(job)
+        _launch(job, "rank_filter", "rank_nd_vector", defines, args, (-(-width // vw), rows),
+                src, dst)
+        return
     _launch(job, "rank_filter", "rank_nd", defines, args, _nd_size(job), src, dst)
 
 
 #: Footprints of at least this many elements select the rank of 8-bit data (uint8, int8,
 #: bool) from a histogram of the window (rank_filter_histogram.cl), whose cost per element
 #: grows with the footprint's edge, where the sorting network's grows with its area.
-#: On CPUs from 5x5; elsewhere (not measured yet) where the sorting networks end.
-HISTOGRAM_FROM = 25
+#: On CPUs from 8x8 (the vector networks stay faster up to 7x7); elsewhere (not measured
+#: yet) where the sorting networks end.
+HISTOGRAM_FROM = 64
 HISTOGRAM_FROM_ELSEWHERE = MAX_NETWORK + 1
 HISTOGRAM_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.bool_))
 

@@ -421,7 +421,7 @@ HISTOGRAM_SHAPES = {1: (301,), 2: (31, 40), 3: (6, 17, 23)}
 @pytest.mark.parametrize("dtype", [np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.bool_)],
                          ids=str)
 def test_8_bit_ranks_of_large_footprints(device, dtype, ndim):
-    """Footprints of 129 elements and more (25 on CPUs) of 8-bit data select from a
+    """Footprints of 129 elements and more (64 on CPUs) of 8-bit data select from a
     histogram of the window: boxes and an irregular footprint, every mode, origins."""
     x = data(dtype, HISTOGRAM_SHAPES[ndim], seed=ndim)
     rng = np.random.default_rng(ndim)
@@ -488,3 +488,24 @@ def test_zero_dimensional_arrays_as_scipy(device, fn):
         got = getattr(cn, fn)(d, *args)
         assert isinstance(got, cl_array.Array) and got.shape == ()
         np.testing.assert_array_equal(got.get(), getattr(sn, fn)(np.float32(5.5), *args))
+
+
+@pytest.mark.parametrize("shape", LARGE, ids=["x".join(map(str, s)) for s in LARGE])
+@pytest.mark.parametrize("dtype", [np.dtype(d) for d in DTYPES], ids=str)
+def test_large_arrays_rank_filters_equal_scipy(device, dtype, shape):
+    """Arrays large enough for the specialised sorting networks (on CPUs, on vectors of
+    neighbouring elements, the elements near the edges one by one)."""
+    fp64_or_skip(device, dtype)
+    x = data(dtype, shape, seed=3)
+    ndim = len(shape)
+    for i, (fn, args, kwargs) in enumerate([
+            ("median_filter", (), dict(size=3)),
+            ("rank_filter", (2,), dict(footprint=cross(ndim), origin=1)),
+            ("percentile_filter", (60,), dict(size=4, origin=-1)),
+            ("median_filter", (), dict(size=(2, 7) + (1,) * (ndim - 2)))]):
+        mode = MODES[(i + len(DTYPES) * ndim) % len(MODES)]
+        kwargs = dict(kwargs, mode=mode, cval=-3.0)
+        expected = reference(fn, x, *args, **kwargs)
+        got = getattr(cn, fn)(x, *args, device=device, **kwargs)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {args} {kwargs}")
