@@ -107,18 +107,22 @@ def build(source, filters: tuple, device, operands: tuple = ()):
     label = "-".join(f.name or f.function.__name__ for f in filters)
     name = f"clkit-{label}-{tokenize(source, operands, filters, device)}"
     inputs = (source,) + tuple(operands)
+    # each input's window along each axis, for each block there, as copies from its chunks
+    per_input = [[[pieces(p.source, c) for p in plans]
+                  for plans, c in zip(per_axis, source.chunks)]]
+    for x, (k, axes) in zip(operands, takes):
+        per_input.append([[pieces(p.held[k], c) for p in plans]
+                          for plans, c in zip(per_axis[:axes], x.chunks)])
+    # (what a task needs of the plans: not the positions its operands' windows came from)
+    per_axis = [[replace(p, held=()) for p in plans] for plans in per_axis]
     dsk = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
-        plans = tuple(per_axis[axis][index[axis]] if axis < kept else per_axis[axis][0]
-                      for axis in range(ndim))
-        # each input's window, per axis as copies from its chunks
-        windows = [tuple(pieces(p.source, c) for p, c in zip(plans, source.chunks))]
-        for x, (k, axes) in zip(operands, takes):
-            windows.append(tuple(pieces(p.held[k], c) for p, c in zip(plans[:axes], x.chunks)))
+        at = [index[axis] if axis < kept else 0 for axis in range(ndim)]
+        plans = tuple(per_axis[axis][b] for axis, b in enumerate(at))
+        windows = [tuple(axes[b] for axes, b in zip(w, at)) for w in per_input]
         keys = tuple(list(itertools.product(*(sorted({p[2] for p in pcs}) for pcs in w)))
                      for w in windows)
-        block = Block(filters, device, tuple(replace(p, held=()) for p in plans), windows,
-                      keys)
+        block = Block(filters, device, plans, windows, keys)
         dsk[(name,) + index] = (run_block, block) + tuple(
             (x.name,) + k for x, ks in zip(inputs, keys) for k in ks)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=list(inputs))
