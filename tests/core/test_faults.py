@@ -428,8 +428,7 @@ def test_a_lost_context_takes_its_pinned_result_blocks_along(restore_runtimes, d
     """The pinned blocks that GPU results come home in belong to their context: once it is
     lost its idle blocks are unmapped and leave the budget at once, a result still held keeps
     its values and its block goes when the result does (not back to a pool), and the new
-    context's results get blocks of their own.  (restore_runtimes first: its setting of
-    CLKIT_BACKGROUND_BUILDS is undone after discrete's.)"""
+    context's results get blocks of their own."""
     from clkit._memory import pinned as _pinned
     device, _ = discrete
     image = np.random.default_rng(7).random((600, 700), dtype=np.float32)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 
 import numpy as np
 import pyopencl as cl
@@ -68,10 +67,13 @@ def reporting(device, **attributes):
 
     Background builds wait for the block: one already queued finishes first, and none starts
     inside it (each call builds what it needs itself). A build in another thread would read
-    the borrowed attributes, and its first launch would take the path they choose."""
+    the borrowed attributes, and its first launch would take the path they choose. They are
+    turned off through clkit's own setting, which the block puts back as it found it, never
+    through ``CLKIT_BACKGROUND_BUILDS``: a test's ``monkeypatch.setenv`` of that variable,
+    undone after the block's end, would put back the value the block had set."""
     saved = {name: getattr(device, name) for name in attributes}
-    builds = os.environ.get("CLKIT_BACKGROUND_BUILDS")
-    os.environ["CLKIT_BACKGROUND_BUILDS"] = "0"
+    builds = list(_tiers._enabled)
+    _tiers.background_builds(False)
     _tiers.wait_idle()
     for name, value in attributes.items():
         object.__setattr__(device, name, value)
@@ -82,10 +84,7 @@ def reporting(device, **attributes):
     finally:
         for name, value in saved.items():
             object.__setattr__(device, name, value)
-        if builds is None:
-            del os.environ["CLKIT_BACKGROUND_BUILDS"]
-        else:
-            os.environ["CLKIT_BACKGROUND_BUILDS"] = builds
+        _tiers._enabled[:] = builds
 
 
 @contextlib.contextmanager

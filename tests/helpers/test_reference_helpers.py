@@ -6,13 +6,15 @@ infinity or a NaN, an infinity or NaN for a number, and a finite error past the 
 """
 
 import itertools
+import os
 
 import cv2
 import numpy as np
 import pytest
 
+import clkit
 from _reference import (assert_close_scaled, assert_counts_equal, gray_uint8_reference,
-                        mandelbrot_reference)
+                        mandelbrot_reference, reporting)
 
 INF, NAN = np.inf, np.nan
 
@@ -93,3 +95,24 @@ def test_mandelbrot_reference_by_hand():
     # Three points whose orbits are worked out exactly: -1 (period 2), 1 (1, 2, 5), 0.5.
     counts = mandelbrot_reference(5, 1, xmin=-1.0, xmax=1.0, ymin=0.0, ymax=0.0, max_iter=10)
     assert counts.tolist() == [[10, 10, 10, 5, 3]]  # c = -1, -0.5, 0, 0.5, 1
+
+
+def test_reporting_leaves_the_background_builds_setting_as_it_found_it(device, monkeypatch):
+    # A fixture that sets CLKIT_BACKGROUND_BUILDS after the block began and undoes it after the
+    # block ended (fixture teardown order) must put back what the test found, not "0".
+    monkeypatch.delenv("CLKIT_BACKGROUND_BUILDS", raising=False)
+    before = clkit.background_builds()
+    block = reporting(device)
+    block.__enter__()
+    inner = pytest.MonkeyPatch()
+    try:
+        inner.setenv("CLKIT_BACKGROUND_BUILDS", "0")
+        assert clkit.background_builds() is False
+    finally:
+        block.__exit__(None, None, None)
+        inner.undo()
+    assert "CLKIT_BACKGROUND_BUILDS" not in os.environ
+    assert clkit.background_builds() is before
+    with reporting(device):
+        assert clkit.background_builds() is False
+    assert clkit.background_builds() is before
