@@ -43,8 +43,7 @@ import pyopencl as cl
 
 from .._errors import BuildError, caller_outside_clkit
 from .._files import atomic_write, cache_home
-from .._platform import oclgrind as _oclgrind
-from .._platform.devices import Device
+from .._platform.devices import Device, debug_mode
 from .._platform.runtime import runtime, simulator_turn
 from .source import Source, from_arg_info, library_dir, query_arg_info, typedefs
 
@@ -119,7 +118,7 @@ def _compile(source: Source, options: tuple, rt) -> Built:
     start = time.perf_counter()
     # Under CLKIT_DEBUG=oclgrind the simulator compiles from source: given a cached binary, it
     # could not quote the source lines in its reports.
-    debugging = device.simulator and _oclgrind.debug_mode() == "oclgrind"
+    debugging = device.simulator and debug_mode() == "oclgrind"
     cached = None if debugging else cache_load(entry)
     library = _in_library(source)
     if _driver_keeps_builds(device):

@@ -39,8 +39,7 @@ from .._build.source import Param
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory.array import _size
-from .._platform import oclgrind as _oclgrind
-from .._platform.devices import Device, check_process, default_device
+from .._platform.devices import Device, check_process, debug_mode, default_device
 from .._platform.runtime import (Runtime, _by_queue, _runtimes, _simulator_turn, after,
                                  driver_error, runtime, runtime_of_array, runtime_of_queue)
 from .._trace import trace as _trace
@@ -224,8 +223,9 @@ class _Bound:
         required = tuple(self.knl.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, cl_device))
         self.required = required if any(required) else None
         self.max_items = 2 ** cl_device.address_bits  # what the device's size_t counts
-        if not rt.device.simulator and _oclgrind.debug_mode() == "oclgrind":
-            _oclgrind.not_checked(name, rt.device)
+        if not rt.device.simulator and debug_mode() == "oclgrind":
+            from .._platform.oclgrind import not_checked  # (only a process in debug mode)
+            not_checked(name, rt.device)
         # __local arguments share what the kernel's own __local variables leave (asked before
         # any argument is set, the driver reports those alone); a driver may abort rather than
         # refuse a launch that asks for more.

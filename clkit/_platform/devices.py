@@ -49,6 +49,15 @@ def setting(name: str, default=None):
     return default if raw is None else os.environ.decodevalue(raw)
 
 
+def debug_mode() -> str | None:
+    """The value of ``CLKIT_DEBUG``, lowercased, or None.
+
+    ``"oclgrind"``: kernels run on the simulator with its checks on (and the
+    ``clkit`` command shows tracebacks); ``"1"``: only the tracebacks.
+    """
+    return (setting("CLKIT_DEBUG") or "").strip().lower() or None
+
+
 @dataclass(frozen=True, eq=False)
 class Device:
     """One OpenCL device, as clkit lists it.
@@ -262,7 +271,7 @@ def all_devices() -> list[Device]:
     with _lock:
         if _all is None:
             _opencl_pid = os.getpid()
-            _oclgrind.apply_debug_environment()  # CLKIT_DEBUG=oclgrind: before drivers load
+            _oclgrind.apply_debug_environment(debug_mode())  # before drivers load
             make_cache_home_usable()  # also before: PoCL makes its cache folder there
             try:
                 platforms = cl.get_platforms()

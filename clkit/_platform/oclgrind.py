@@ -67,16 +67,6 @@ def not_checked(kernel: str, device) -> None:
         sys.stderr.flush()
 
 
-def debug_mode(env=None) -> str | None:
-    """The value of ``CLKIT_DEBUG``, lowercased, or None.
-
-    ``"oclgrind"``: kernels run on the simulator with its checks on (and the
-    ``clkit`` command shows tracebacks); ``"1"``: only the tracebacks.
-    """
-    value = (os.environ if env is None else env).get("CLKIT_DEBUG", "").strip().lower()
-    return value or None
-
-
 def registered(env=None) -> bool:
     """Whether an ``.icd`` file the loader reads (with ``env``) names the Oclgrind driver."""
     env = os.environ if env is None else env
@@ -163,15 +153,15 @@ def cleanup() -> None:
         shutil.rmtree(_made.pop(), ignore_errors=True)
 
 
-def apply_debug_environment() -> bool:
-    """With ``CLKIT_DEBUG=oclgrind``, set this process up for Oclgrind (before devices load).
+def apply_debug_environment(mode: str | None) -> bool:
+    """With ``CLKIT_DEBUG=oclgrind`` (``mode``, its value lowercased), set this process up
+    for Oclgrind (before devices load).
 
     clkit calls it just before it first asks the OpenCL loader for platforms
     (later, Oclgrind's driver has read its settings already).  Returns whether
     it changed anything.
     """
     from .._errors import ArgumentValueError, DeviceNotFoundError
-    mode = debug_mode()
     if mode is None or mode == "1":
         return False
     if mode != "oclgrind":
