@@ -189,7 +189,7 @@ CLK_INLINE ACC_T folded_src(__global const SRC_T* src, int srow, int e, int widt
  * rows of other lengths: vectors at any element, each read and written as 4 elements, or in
  * runs read from the aligned vectors they lie in, shifted (shifted4). Either is right for any
  * row; the host builds the one its image's rows want (on a GPU, ROW_ALIGNED 0 for rows of
- * other lengths is the faster by half). */
+ * other lengths is the faster). */
 #ifndef ROW_ALIGNED
 #define ROW_ALIGNED 1
 #endif
@@ -235,8 +235,8 @@ CLK_INLINE float4 next_shifted4(__global const SRC_T* aligned, const int b, cons
  * from the aligned ones they lie in, each load serving two; see convolution_gpu.cl's row pass):
  * they must lie in the row. */
 #define ROW_SLACK 4
-/* One vector alone: 4 loads of one element (two aligned loads shifted made the 2-D kernel's
- * tiles slower on a GPU) */
+/* One vector alone: 4 loads of one element (on a GPU the 2-D kernel's tiles load faster so
+ * than through two aligned loads shifted) */
 #define LOAD_ROW4(p) (float4)((float)(p)[0], (float)(p)[1], (float)(p)[2], (float)(p)[3])
 #define STORE_ROW4(p, v) vstore4((v), 0, (p))
 #endif

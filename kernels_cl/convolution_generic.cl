@@ -11,8 +11,8 @@
  *
  * Images of other types are first converted to ACC_T, as convolution_cpu.cl converts on every
  * load (by to_acc, which -D CONVERT builds alone), so the
- * one filter kernel reads ACC_T only and one build covers every dtype: the fewer kernels, the
- * faster the build (PoCL spends a few hundred milliseconds on each).
+ * one filter kernel reads ACC_T only and one build covers every dtype: each build a CPU driver
+ * makes is time a first call waits for.
  *
  * Same sums as the specialised builds. A work-item computes CHUNK vectors of GV consecutive
  * elements of one output row, a whole number of the CPU variant's runs (GV * nvec elements),

@@ -26,9 +26,9 @@
  * from which every tap takes its 4 elements, where 4 outputs LX apart take 4 reads per tap. The
  * tile starts a whole vector left of the halo, so that the reads are aligned, and loads whole
  * vectors (16-byte loads: coalesced) where the row allows (see ROW_ALIGNED in convolution.h).
- * The sums are the same, in the same order, as without it, and faster on a GPU. The whole
- * group loads the tile's vectors in turn, row after row: a tile row has more vectors than LX
- * (loading row by row, LX at a time, was slower).
+ * The sums are the same, in the same order, as without it, in fewer reads of local memory.
+ * The whole group loads the tile's vectors in turn, row after row: a tile row has more vectors
+ * than LX, and loading each row LX vectors at a time took longer.
  *
  * Defines: LX, LY (work-group shape, which the launch must use; default 32 x 8: whole warps
  * along x), PX (default 2; 4 with VEC4), PY (default 4), KH_CHUNK (default KH), VEC4.
@@ -365,7 +365,7 @@ void convolve_rows(__global const SRC_T* restrict src,
     const int inside = ROW_VECTORS(rowlen) && x0 >= 0 && x0 + 4 * ROW_NV <= rowlen;
 #else
     /* Rows of other lengths: each vector of the span is made of two aligned loads, each load
-     * serving two vectors (faster on a GPU than vectors of 4 one-element loads). */
+     * serving two vectors (one load a vector, where one-element loads take four). */
     const int inside = x0 >= 0 && x0 + 4 * ROW_NV + ROW_SLACK <= rowlen;
     const int s = VECTOR_SHIFT(row, x0);
     __global const SRC_T* aligned = row + x0 - s;

@@ -46,8 +46,8 @@ class Geometry:
                     (self.lx, self.ly))
         if self.variant == "cpu":
             # One local size whatever the width: PoCL compiles a kernel again for each local
-            # size it is launched with (150-300 ms on 2 cores), so a narrow image that took a
-            # smaller one paid a new compile; the work-items past the row return at once.
+            # size it is launched with, so a narrow image that took a smaller one paid a new
+            # compile; the work-items past the row return at once.
             gx = -(-rowlen // (self.vw * self.nvec))
             return (-(-gx // CPU_LX) * CPU_LX, -(-rows // self.rows)), (CPU_LX, 1)
         gx = -(-rowlen // (self.lx * self.px)) * self.lx
@@ -80,7 +80,7 @@ def gpu_tile(kh, kw, separable) -> tuple:
     the history at ``192cc65``): wider rows of outputs up to 5x5, six rows per work-item up to
     9x9; larger 2-D masks keep GPU_TILE (every tile swept was about as fast).  The two passes
     of a separable mask take four outputs per work-item, whose unrolled taps then fit the
-    registers (eight or more outputs per work-item were two to seven times slower); images
+    registers (eight or more outputs per work-item spill them and were slower); images
     summed in float take the passes streamed through registers instead (GPU_ROWS, GPU_COLS).
     """
     if separable:

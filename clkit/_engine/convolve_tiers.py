@@ -62,8 +62,7 @@ class Specialised:
 #: which decides how it shares taps between its two accumulators.
 UNROLL_TAPS = 256
 #: convolution_generic.cl's CHUNK, vectors per work-item: on CPUs four of the CPU variant's vectors;
-#: on GPUs one 16-byte vector, so that a work-group reads contiguous memory (on an H200 a 9x9
-#: convolution of a 7680x4320 image took 18 ms with four vectors of 16 floats per work-item).
+#: on GPUs one 16-byte vector, so that a work-group reads contiguous memory.
 GENERIC_CHUNK = {"cpu": 4, "gpu": 1}
 
 
@@ -112,8 +111,8 @@ class Generic:
         chunk = GENERIC_CHUNK["cpu" if self.cpu else "gpu"]
         self.chunk = chunk * vw  # row elements per work-item
         # One work-group shape per device, so that drivers which compile a kernel per shape at
-        # its first launch (PoCL) do so once; 64 work-items, so that PoCL's cost per group
-        # (about a microsecond) stays small beside the group's work.
+        # its first launch (PoCL) do so once; 64 work-items, so that PoCL's fixed cost per
+        # group stays small beside the group's work.
         self.local = (64, 1) if device.type == "gpu" else (8, 8)
         self.queue = queue
         self.device = device
@@ -133,8 +132,8 @@ class Generic:
             self.prg = program("convolution_generic", options=UNOPTIMISED, **self._quick)
             if self.acc not in self._quick_convert_ready() and \
                     not _build.available(self._convert.source, self._convert.options, device):
-                # its code generated now (50 ms on PoCL), not at the first image of another
-                # dtype, which the background builds could then hold up
+                # its code generated now, not at the first image of another dtype, which the
+                # background builds could then hold up
                 prime_convert(device, self.acc, UNOPTIMISED, **self._quick)
                 self._quick_convert_ready().add(self.acc)
         self.border = border  # clkit.h's number of the border mode
@@ -153,7 +152,7 @@ class Generic:
         takes the helper about a second, so that built first it is ready a second sooner (the
         quick tier holds a to_acc of its own meanwhile).  Then to_acc, for images
         of other dtypes, so that the first such image does not wait for a compiler (a fraction
-        of the time of the other: 80 ms on an H200).  ``after`` as for
+        of the time of the other).  ``after`` as for
         :func:`clkit._build.tiers.prebuild`.
         """
         queued = optimised is not None and _tiers.prebuild(optimised, self.rt, prime,
@@ -180,7 +179,7 @@ class Generic:
         if self.acc in self._quick_convert_ready() and \
                 _tiers.pending(convert, self.rt):
             # to_acc's own build is still under way (built in the call, or launched first
-            # here, it would cost PoCL 30 to 140 ms): the quick build's, ready here, serves
+            # here, it would hold the call up): the quick build's, ready here, serves
             convert = program("convolution_generic", options=UNOPTIMISED, **self._quick)
         out = cl_array.empty(self.queue, src.shape, self.acc)
         n = src.size

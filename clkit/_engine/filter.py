@@ -206,10 +206,9 @@ class Filter(Operation):
         """Whether to filter rows then columns: for rank-1 masks, except small ones.
 
         On a GPU the direct kernel reads its tile once from local memory and is
-        bandwidth-bound up to about 9x9 taps, where the two passes move twice the bytes
-        (H200: 5x5 direct 0.17 ms, two passes 0.24 ms at 7680x4320). On a CPU the direct
-        kernel's 9 taps of a 3x3 mask cost less than the second pass over memory (PoCL,
-        3840x2160 float32: 0.65-0.7x the process time of the two passes; 5x5 took 1.2x).
+        bandwidth-bound up to about 9x9 taps, where the two passes move twice the bytes. On a
+        CPU the direct kernel's 9 taps of a 3x3 mask cost less than the second pass over
+        memory; from 5x5 the two passes are the faster.
         """
         if self.factors is None:
             return False
@@ -432,11 +431,11 @@ def prebuild_generic(device) -> None:
     at the first library call of the process on the device, where they are not in the disk
     cache yet.
 
-    The generic program takes PoCL 1.5 to 3 s; built ahead, the first convolution or blur
-    too large for the quick tier (a 3840x2160 image) finds it ready instead of waiting for
-    it.  On a GPU the first convolution builds it in the call (0.2 to 0.4 s on an H200), but
-    to_acc, queued only then, made the first image of another dtype right after wait for it.  The disk caches keep both, so that this happens once per installation
-    and device.
+    The generic program takes PoCL seconds to build; built ahead, the first convolution or
+    blur too large for the quick tier (a 3840x2160 image) finds it ready instead of waiting
+    for it.  On a GPU the first convolution builds it in the call, but to_acc, queued only
+    then, made the first image of another dtype right after wait for it.  The disk caches
+    keep both, so that this happens once per installation and device.
     """
     if device.simulator:
         return

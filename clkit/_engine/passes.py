@@ -126,7 +126,7 @@ CPU_VECTOR = 8
 CPU_LINES = 8
 #: The most taps of a specialised correlation along the last axis whose loops are unrolled
 #: over permutes of aligned blocks on CPUs (convolution_axis.cl's BLOCKS; not for means,
-#: whose unrolled sums took 1.7x the time on PoCL).
+#: whose sums are slower unrolled).
 MAX_BLOCK_TAPS = 32
 
 

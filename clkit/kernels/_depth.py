@@ -14,7 +14,7 @@ from .._memory import pools as _memory
 
 def _shape(device, dtype) -> tuple[int, int]:
     """(work-group size, pixels per work-item): one 16-byte load per work-item in full
-    work-groups on GPUs; 16 pixels and small groups on CPUs (2.5x faster with PoCL)."""
+    work-groups on GPUs; 16 pixels and small groups on CPUs (the faster with PoCL)."""
     return (16, 16) if device.type == "cpu" else (256, 16 // np.dtype(dtype).itemsize)
 
 
