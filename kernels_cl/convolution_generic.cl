@@ -7,7 +7,7 @@
  * border mode, whether taps of weight 0 are left out, and the run geometry. One build per
  * accumulation type (ACC_T, float or double) therefore serves every mask, mode, sigma and image
  * dtype, so a call that needs a variant not yet compiled answers at once with this build while
- * the specialised one compiles in the background (clkit/_tiers.py).
+ * the specialised one compiles in the background (clkit/_build/tiers.py).
  *
  * Images of other types are first converted to ACC_T, as convolution_cpu.cl converts on every
  * load (by to_acc, which -D CONVERT builds alone), so the

@@ -20,13 +20,12 @@ from .._memory import transfer as _transfer
 from .._memory import pools as _memory
 from .._platform.runtime import Memo
 from .._platform.runtime import runtime, runtime_of_array
-from .border import MODES, NUMBERS, band_rows
 from .checks import (check_dtype, check_ndim, check_number, host_array, is_device_array,
                      require_fp64)
-from .conv_geometry import fused, geometry, tmp_pitch
-from .convolve_tiers import UNOPTIMISED, Generic, Specialised
+from .conv_kernels import UNOPTIMISED, Generic, Specialised, fused, geometry, tmp_pitch
 from .operation import CL_TYPES, Operation, program
-from .taps import MAX_MASK_SIZE, correlation_mask, gaussian_taps
+from .stencil import (MAX_MASK_SIZE, MODES, NUMBERS, band_rows, correlation_mask,
+                      gaussian_taps)
 
 #: The most taps of a mask whose used taps are listed in a build define (two characters a tap)
 #: when it has taps of weight 0.  The list pays only where the tap loops are unrolled, for

@@ -24,7 +24,7 @@ import pyopencl.array as cl_array
 
 from .._launch.kernel import Prepared
 from .._memory import pools as _memory
-from .border import NUMBERS
+from .stencil import NUMBERS
 from .operation import CL_TYPES, program
 
 _CL = dict(CL_TYPES)

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from .._engine.taps import gaussian_taps
+from .._engine.stencil import gaussian_taps
 from .._errors import ArgumentValueError
 
 #: What a spec may be, for error messages and help texts.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._engine.border import MODES
+from .._engine.stencil import MODES
 from .._engine.filter import IMAGE_DTYPES
 from .._platform.devices import select
 from . import _types

@@ -12,7 +12,7 @@ reuse; temporaries and results come from memory pools, together at most an
 eighth of each device's memory unused (:func:`release_memory` empties them).
 """
 
-from .._engine.taps import gaussian_taps
+from .._engine.stencil import gaussian_taps
 from .._memory.pools import release_memory
 from ._convolve import convolve, gaussian_blur
 from ._depth import depth_to_points

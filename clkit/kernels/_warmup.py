@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from .._build import tiers as _tiers
-from .._engine.border import MODES
+from .._engine.stencil import MODES
 from .._engine.filter import IMAGE_DTYPES
 from .._errors import ArgumentTypeError, ArgumentValueError
 from .._platform.devices import select

@@ -14,10 +14,9 @@ import operator
 import numpy as np
 
 from .._engine import passes as _engine
-from .._engine.border import NAMES
-from .._engine.taps import gaussian_kernel1d
 from .._engine.dispatch import run as run_image_filter
 from .._engine.filter import Filter
+from .._engine.stencil import NAMES, gaussian_kernel1d
 from ._job import Job
 from ._support import (check_axes, check_axis, check_cval, check_float, check_origin,
                        expand_to, mode_of, per_axis, sequence)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .._engine.border import SCIPY_MODES as MODES
+from .._engine.stencil import SCIPY_MODES as MODES
 
 #: The element types the kernels read and write (float16 through vload_half / vstore_half).
 DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16,

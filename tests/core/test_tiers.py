@@ -22,7 +22,7 @@ import clkit
 import clkit.kernels as ck
 from clkit._build import build as _build, tiers as _tiers
 from clkit._platform.runtime import simulator_in_use
-from clkit._engine.conv_geometry import geometry as _geometry
+from clkit._engine.conv_kernels import geometry as _geometry
 from clkit._engine.filter import Filter
 from _reference import (MODES, assert_close_scaled, convolve_reference, filter_ulps,
                         gaussian_radius, gaussian_reference, need_fp64, random_image,
@@ -180,11 +180,11 @@ def test_a_pending_conversion_build_gives_way_to_the_quick_one(device, rng, monk
     quick build's to_acc, ready in this process, not by a build or first launch in the call."""
     if device.type != "cpu" or device.simulator:
         pytest.skip("the quick tier serves CPU drivers")
-    from clkit._engine import convolve_tiers as _convolve_tiers
-    convert = _convolve_tiers.program("convolution_generic", options=(),
-                                      **_convolve_tiers.convert_defines(np.dtype(np.float32)))
+    from clkit._engine import conv_kernels as _conv_kernels
+    convert = _conv_kernels.program("convolution_generic", options=(),
+                                    **_conv_kernels.convert_defines(np.dtype(np.float32)))
     monkeypatch.setattr(_tiers, "pending", lambda program, dev: program is convert)
-    monkeypatch.setitem(clkit.runtime(device)._held, _convolve_tiers.prime_convert,
+    monkeypatch.setitem(clkit.runtime(device)._held, _conv_kernels.prime_convert,
                         {np.dtype(np.float32)})
     launched = []
     call = clkit._launch.kernel.Kernel.__call__

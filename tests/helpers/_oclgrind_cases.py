@@ -397,8 +397,8 @@ GPU_CONVOLVE = [one(f"gpu-convolve[{mode}-{kind}]", mode, kind) for mode in MODE
 def _gpu_convolve(dev, mode, kind, shape=(13, 70)):
     """70 columns: two work-groups of 64 elements, one whose tile lies inside the row and one
     that folds; 35 rows: two work-groups of 32 rows."""
-    from clkit._engine import conv_geometry as _conv_geometry
-    assert _conv_geometry.geometry(dev, 5, 4, 1, 4, False).variant == "gpu"
+    from clkit._engine import conv_kernels as _conv_kernels
+    assert _conv_kernels.geometry(dev, 5, 4, 1, 4, False).variant == "gpu"
     convolve_case(dev, mode, kind, shape=shape)
 
 

@@ -612,10 +612,10 @@ def test_gaussian_wrong_arguments(device):
 @pytest.mark.parametrize("shape,mask_shape", [((37, 71), (5, 5)), ((9, 133, 3), (4, 7)),
                                               ((1, 1), (3, 3)), ((70, 5), (9, 2))])
 def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
-    from clkit._engine import conv_geometry as _conv_geometry
+    from clkit._engine import conv_kernels as _conv_kernels
     image = rng.random(shape, dtype=np.float32)
     mask = rng.random(mask_shape)
-    assert _conv_geometry.geometry(as_gpu, *mask_shape, 1, 4, False).variant == "gpu"
+    assert _conv_kernels.geometry(as_gpu, *mask_shape, 1, 4, False).variant == "gpu"
     got = ck.convolve(image, mask, mode=mode, cval=0.5, device=as_gpu)
     expected, scale = convolve_reference(image, mask, mode, 0.5)
     assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
@@ -638,7 +638,7 @@ def test_gpu_variant(as_gpu, rng, mode, shape, mask_shape):
 def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape, mask_shape,
                                            dtype):
     from clkit._build import tiers as _tiers
-    from clkit._engine import conv_geometry as _conv_geometry
+    from clkit._engine import conv_kernels as _conv_kernels
     from clkit._engine.filter import Filter
     if dtype == np.float64:
         need_fp64(as_gpu)
@@ -656,7 +656,7 @@ def test_gpu_variant_four_adjacent_outputs(as_gpu, rng, monkeypatch, mode, shape
         assert got.dtype == result_dtype(dtype)
         assert_close_scaled(got, expected, scale, ulps=filter_ulps(mask.size))
         # the same sums in the same order as four outputs LX apart
-        monkeypatch.setattr(_conv_geometry, "GPU_VEC4_MAX", 0)
+        monkeypatch.setattr(_conv_kernels, "GPU_VEC4_MAX", 0)
         drop_held()
         assert "VEC4" not in build_defines(filt, as_gpu)
         np.testing.assert_array_equal(
@@ -675,10 +675,10 @@ def test_gpu_variant_zero_weights(as_gpu, rng, name, mode, cval):
 def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
     # With 12 KiB of local memory a 13-row mask is applied 6 rows at a time: the chunk's first
     # row is known only at run time, and so is which of its taps are used.
-    from clkit._engine import conv_geometry as _conv_geometry
+    from clkit._engine import conv_kernels as _conv_kernels
     with reporting(as_gpu, local_mem=12 * 1024):
         mask = zero_rows_and_columns(rng, (13, 3), [0, 5, 6, 12], [1])
-        assert _conv_geometry.geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
+        assert _conv_kernels.geometry(as_gpu, 13, 3, 1, 4, False).defines["KH_CHUNK"] == 6
         image = non_finite_image(rng, (sized(as_gpu, 9, 40), 70))
         for mode, cval in (("reflect", 0.0), ("constant", np.nan), ("constant", 2.0)):
             check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=as_gpu),
@@ -686,7 +686,7 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
     # four adjacent outputs per work-item: 24 rows and 5 of a 9-row mask in 16 KiB
     with reporting(as_gpu, local_mem=16 * 1024):
         mask = zero_rows_and_columns(rng, (9, 3), [0, 4, 8], [2])
-        defines = _conv_geometry.geometry(as_gpu, 9, 3, 1, 4, False, vec4=True).defines
+        defines = _conv_kernels.geometry(as_gpu, 9, 3, 1, 4, False, vec4=True).defines
         assert defines["KH_CHUNK"] == 5 and defines["VEC4"] == 1
         image = non_finite_image(rng, (sized(as_gpu, 9, 40), 264))
         for mode, cval in (("reflect", 0.0), ("constant", np.nan)):
@@ -731,12 +731,12 @@ def test_gpu_fused_gaussian_of_other_types(as_gpu, rng, monkeypatch, mode, sigma
 
 
 def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
-    from clkit._engine import conv_geometry as _conv_geometry
+    from clkit._engine import conv_kernels as _conv_kernels
     from clkit._engine.filter import Filter
     if as_gpu.simulator and (np.max(sigma) > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
     # masks as tall as the kernel takes (57 rows), beyond those it is shipped for
-    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS",
+    monkeypatch.setattr(_conv_kernels, "FUSED_MAX_ROWS",
                         {"float": 57, "byte": 57, "double": 25})
     drop_held()
     image = random_image(rng, shape, dtype)
@@ -760,17 +760,17 @@ def fused_gaussian_case(as_gpu, rng, mode, sigma, shape, dtype, monkeypatch):
                                          (1.5, (5, 2, 3)),
                                          (3.0, (70, 264)), (9.0, (90, 141))], ids=str)
 def test_gpu_streamed_passes(as_gpu, rng, monkeypatch, mode, sigma, shape):
-    from clkit._engine import conv_geometry as _conv_geometry
+    from clkit._engine import conv_kernels as _conv_kernels
     from clkit._engine.filter import Filter
     if as_gpu.simulator and (sigma > 2 or mode not in ("reflect", "constant", "wrap")):
         pytest.skip("wide masks and every mode are too slow on the simulator")
-    monkeypatch.setattr(_conv_geometry, "FUSED_MAX_ROWS",
+    monkeypatch.setattr(_conv_kernels, "FUSED_MAX_ROWS",
                         dict.fromkeys(("float", "byte", "double"), 0))
     image = random_image(rng, shape, np.float32)
     results = []
-    for rows, cols in ((_conv_geometry.GPU_ROWS, _conv_geometry.GPU_COLS), (None, None)):
-        monkeypatch.setattr(_conv_geometry, "GPU_ROWS", rows)
-        monkeypatch.setattr(_conv_geometry, "GPU_COLS", cols)
+    for rows, cols in ((_conv_kernels.GPU_ROWS, _conv_kernels.GPU_COLS), (None, None)):
+        monkeypatch.setattr(_conv_kernels, "GPU_ROWS", rows)
+        monkeypatch.setattr(_conv_kernels, "GPU_COLS", cols)
         drop_held()  # plans made with the other passes
         filt = Filter.for_gaussian("gaussian_blur", image, sigma, mode, -0.75, 4.0)
         defines = filt._program(as_gpu)[1].defines
@@ -887,24 +887,24 @@ def test_gpu_two_passes_keep_their_factors_in_constant_memory(as_gpu, monkeypatc
 
 
 def test_gpu_fused_fits_the_local_memory_or_gives_way(as_gpu, rng, monkeypatch):
-    from clkit._engine import conv_geometry as _conv_geometry
-    monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
-    monkeypatch.setattr(_conv_geometry, "FUSED_SHAPE4", (8, 32, 8))
+    from clkit._engine import conv_kernels as _conv_kernels
+    monkeypatch.setattr(_conv_kernels, "FUSED_SHAPE", (32, 8, 16))  # (LX, LY, PY)
+    monkeypatch.setattr(_conv_kernels, "FUSED_SHAPE4", (8, 32, 8))
     with reporting(as_gpu, local_mem=48 * 1024):  # an NVIDIA GPU's
-        assert _conv_geometry.fused(as_gpu, 17, 17, 1, 4).py == 16  # 144 rows of 32 floats
-        assert _conv_geometry.fused(as_gpu, 25, 25, 1, 4).py == 16  # the tallest it takes
-        assert _conv_geometry.fused(as_gpu, 27, 27, 1, 4) is None  # two passes are faster there
-        limit = _conv_geometry.FUSED_MAX_ROWS["float"]  # four elements each
-        assert _conv_geometry.fused(as_gpu, limit, limit, 1, 4, vec4=True).py == 8
-        assert _conv_geometry.fused(as_gpu, limit + 2, limit + 2, 1, 4, vec4=True) is None
+        assert _conv_kernels.fused(as_gpu, 17, 17, 1, 4).py == 16  # 144 rows of 32 floats
+        assert _conv_kernels.fused(as_gpu, 25, 25, 1, 4).py == 16  # the tallest it takes
+        assert _conv_kernels.fused(as_gpu, 27, 27, 1, 4) is None  # two passes are faster there
+        limit = _conv_kernels.FUSED_MAX_ROWS["float"]  # four elements each
+        assert _conv_kernels.fused(as_gpu, limit, limit, 1, 4, vec4=True).py == 8
+        assert _conv_kernels.fused(as_gpu, limit + 2, limit + 2, 1, 4, vec4=True) is None
         # images of bytes: taller masks
-        limit = _conv_geometry.FUSED_MAX_ROWS["byte"]
-        assert limit > _conv_geometry.FUSED_MAX_ROWS["float"]
-        assert _conv_geometry.fused(as_gpu, limit, limit, 1, 4, True, src_itemsize=1).py == 8
-        assert _conv_geometry.fused(as_gpu, limit + 2, limit + 2, 1, 4, True, 1) is None
+        limit = _conv_kernels.FUSED_MAX_ROWS["byte"]
+        assert limit > _conv_kernels.FUSED_MAX_ROWS["float"]
+        assert _conv_kernels.fused(as_gpu, limit, limit, 1, 4, True, src_itemsize=1).py == 8
+        assert _conv_kernels.fused(as_gpu, limit + 2, limit + 2, 1, 4, True, 1) is None
     with reporting(as_gpu, local_mem=12 * 1024):
-        assert _conv_geometry.fused(as_gpu, 17, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
-        assert _conv_geometry.fused(as_gpu, 81, 81, 1, 4) is None  # two passes, as above
+        assert _conv_kernels.fused(as_gpu, 17, 17, 1, 4).py == 8  # 64 + 16 rows: 10 KiB
+        assert _conv_kernels.fused(as_gpu, 81, 81, 1, 4) is None  # two passes, as above
         image = rng.random((sized(as_gpu, 30, 200), 90), dtype=np.float32)
         mask = np.outer(rng.standard_normal(81), rng.standard_normal(3))
         from clkit._engine.filter import Filter
