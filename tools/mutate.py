@@ -111,6 +111,10 @@ MUTANTS = [
       "clkit/_engine/**/*.py", "return gaussian_kernel1d(sigma, 0, int(truncate * sigma + 0.5))",
       "return gaussian_kernel1d(sigma, 0, int(truncate * sigma))",
       ["test_gaussian_sigmas"]),
+    M("gaussian-derivative-sign", "the derivative weights' step multiplies by +1/sigma**2",
+      "clkit/_engine/**/*.py", "np.diag(np.full(order, 1.0 / -(sigma * sigma)), -1)",
+      "np.diag(np.full(order, 1.0 / (sigma * sigma)), -1)",
+      ["test_gaussian_derivatives_take_scipys_weights"]),
     M("gaussian-inf-sign", "+inf in the result turned into -inf",
       "clkit/**/*.py",
       "           type(cval), truncate, type(truncate))\n"

@@ -120,11 +120,15 @@ def gaussian_taps(sigma: float, truncate: float = 4.0) -> np.ndarray:
 
 def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
     """The weights of scipy.ndimage's 1-D Gaussian (or its ``order``-th derivative), in
-    convolution order, ``2 * radius + 1`` of them: the weights of both APIs' Gaussians (those of
-    order 0 equal scipy's to the bit, the derivatives' to a few ulps).
+    convolution order, ``2 * radius + 1`` of them: the weights of both APIs' Gaussians, equal
+    to scipy's to the bit.
 
-    The derivative of ``exp(-x**2 / (2 sigma**2))`` of order n is the Gaussian times
-    ``(-1)**n He_n(x / sigma) / sigma**n`` (He: the probabilists' Hermite polynomials).
+    The derivative of order n of the Gaussian ``exp(p(x))``, ``p(x) = -x**2 / (2 sigma**2)``,
+    is a polynomial ``q_n(x)`` times it, where ``q_0 = 1`` and ``q_(n+1) = q_n' + q_n p'``.
+    As in scipy, that step is a matrix acting on the polynomial's coefficients (the
+    derivative lowers each power, times its exponent; ``p' = -x / sigma**2`` raises it, times
+    ``-1 / sigma**2``), applied n times, and ``q_n`` is evaluated from the powers of x: the
+    same operations in the same order, so the same roundings.
     """
     if order < 0:
         raise ValueError("order must be non-negative")
@@ -133,11 +137,14 @@ def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
     phi /= phi.sum()
     if order == 0:
         return phi
-    t = x / sigma
-    h_prev, h = np.ones_like(t), t
-    for k in range(1, order):
-        h_prev, h = h, t * h - k * h_prev
-    return (-1) ** order * h / sigma ** order * phi
+    powers = np.arange(order + 1)
+    step = np.diag(powers[1:].astype(np.float64), 1) + \
+        np.diag(np.full(order, 1.0 / -(sigma * sigma)), -1)
+    q = np.zeros(order + 1)
+    q[0] = 1.0
+    for _ in range(order):
+        q = step.dot(q)
+    return (x[:, None] ** powers).dot(q) * phi
 
 
 def separable_factors(corr: np.ndarray, acc) -> tuple | None:

@@ -509,3 +509,36 @@ def test_large_arrays_rank_filters_equal_scipy(device, dtype, shape):
         got = getattr(cn, fn)(x, *args, device=device, **kwargs)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected, err_msg=f"{fn} {args} {kwargs}")
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+@pytest.mark.parametrize("sigma", [0.7, 1.5, 3.2])
+def test_gaussian_derivatives_take_scipys_weights(device, sigma, order):
+    """gaussian_filter1d's derivative weights are scipy's to the bit: its response to a unit
+    impulse (its weights) equals scipy's; float64 results lie within one ulp of scipy's
+    largest value along every axis, integer results equal scipy's."""
+    fp64_or_skip(device, np.float64)
+    from clkit._engine.stencil import gaussian_kernel1d
+    r = int(4.0 * sigma + 0.5)
+    impulse = np.zeros(2 * r + 3)
+    impulse[r + 1] = 1.0
+    response = sn.gaussian_filter1d(impulse, sigma, order=order, mode="constant")
+    np.testing.assert_array_equal(gaussian_kernel1d(sigma, order, r), response[1:-1])
+    np.testing.assert_array_equal(
+        cn.gaussian_filter1d(impulse, sigma, order=order, mode="constant", device=device),
+        response)
+    for i, (shape, axis) in enumerate([((23,), 0), ((9, 14), 0), ((9, 14), 1),
+                                       ((5, 6, 7), 1)]):
+        mode = MODES[(i + order) % len(MODES)]
+        for dtype in (np.float64, np.int32):
+            x = data(np.dtype(dtype), shape, seed=order)
+            want = sn.gaussian_filter1d(x, sigma, axis=axis, order=order, mode=mode, cval=2.0)
+            got = cn.gaussian_filter1d(x, sigma, axis=axis, order=order, mode=mode, cval=2.0,
+                                       device=device)
+            what = f"{dtype.__name__} {shape} axis {axis} {mode}"
+            assert got.dtype == want.dtype, what
+            if dtype == np.int32:
+                np.testing.assert_array_equal(got, want, err_msg=what)
+            else:
+                ulp = np.spacing(np.abs(want).max())
+                np.testing.assert_allclose(got, want, rtol=0, atol=ulp, err_msg=what)
