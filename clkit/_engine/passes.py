@@ -350,6 +350,9 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
 #: yet) where the sorting networks end.
 HISTOGRAM_FROM = 64
 HISTOGRAM_FROM_ELSEWHERE = MAX_NETWORK + 1
+#: A histogram work-item's elements along the last axis, per step's worth of taps in the
+#: footprint: counting the first window and clearing the counts cost a sixteenth of the steps.
+SEG_FACTOR = 16
 HISTOGRAM_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.bool_))
 
 
@@ -374,9 +377,7 @@ def rank_histogram(job: Work, src, dst, footprint: np.ndarray, origins, border: 
     defines = job.types(job.in_dtype, _dtype_of(dst),
                         np.dtype(np.float64) if job.device.fp64 else np.dtype(np.float32))
     defines.update(NDIM=ndim, GENERIC=1, SRC_SIGNED=int(job.in_dtype == np.int8))
-    # enough elements per work-item that counting the first window costs a fraction of
-    # the steps
-    seg = max(16, 4 * -(-len(offs) // len(enter)))
+    seg = max(16, SEG_FACTOR * -(-len(offs) // len(enter)))
     width, rows = _nd_size(job)
     args = (_constant(job, every), _constant(job, flat),
             _constant(job, np.array(job.shape, np.int32)), _constant(job, lo),
