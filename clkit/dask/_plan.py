@@ -29,31 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: scipy.ndimage's names for the modes (the ``grid-`` ones are the same for filters).
-MODES = {"reflect": "reflect", "grid-mirror": "reflect", "mirror": "mirror",
-         "nearest": "nearest", "wrap": "wrap", "grid-wrap": "wrap", "constant": "constant",
-         "grid-constant": "constant"}
+from .._engine.stencil import NAMES, SCIPY_MODES, fold
 
-
-def source_index(v: np.ndarray, n: int, mode: str) -> np.ndarray:
-    """The array position that position ``v`` (any integer) stands for, or -1 for ``cval``,
-    as scipy.ndimage extends a line of length ``n``, however far outside it."""
-    v = np.asarray(v, dtype=np.int64)
-    if mode == "wrap":
-        return v % n
-    if mode == "nearest":
-        return np.clip(v, 0, n - 1)
-    if mode == "constant":
-        return np.where((v >= 0) & (v < n), v, -1)
-    if mode == "reflect":  # period 2n: ... 1 0 | 0 1 ... n-1 | n-1 n-2 ...
-        m = v % (2 * n)
-        return np.where(m < n, m, 2 * n - 1 - m)
-    if mode == "mirror":  # period 2n-2: ... 2 1 | 0 1 ... n-1 | n-2 ...
-        if n == 1:
-            return np.zeros_like(v)
-        m = v % (2 * n - 2)
-        return np.where(m < n, m, 2 * n - 2 - m)
-    raise ValueError(f"unknown mode {mode!r}")
+#: scipy.ndimage's names for the modes, each as the planner knows it (the ``grid-`` spellings
+#: are the same modes for filters): the engine's table of modes.
+MODES = {mode: NAMES[border] for mode, border in SCIPY_MODES.items()}
 
 
 @dataclass(frozen=True)
@@ -77,7 +57,7 @@ def valid_after(positions: np.ndarray, valid: np.ndarray, step: Pass, n: int) ->
     t = np.arange(size)
     ok = np.ones(size, bool)
     for d in range(-step.lo, step.hi + 1):
-        want = source_index(positions + d, n, step.mode)
+        want = fold(positions + d, n, step.mode)
         u = t + d
         inside = (u >= 0) & (u < size)
         uc = np.clip(u, 0, size - 1)
@@ -85,7 +65,7 @@ def valid_after(positions: np.ndarray, valid: np.ndarray, step: Pass, n: int) ->
         if step.mode == "constant":
             good |= ~inside & (want < 0)
         else:
-            w = source_index(u, size, step.mode)
+            w = fold(u, size, step.mode)
             good |= ~inside & valid[w] & (positions[w] == want)
         ok &= good
     return ok

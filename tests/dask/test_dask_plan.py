@@ -9,21 +9,22 @@ import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
-from clkit.dask._plan import Pass, pieces, plan_axis, row_length, source_index
+from clkit._engine.stencil import fold
+from clkit.dask._plan import Pass, pieces, plan_axis, row_length
 
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("n", [1, 2, 5])
-def test_source_index_extends_as_scipy(mode, n):
+def test_fold_extends_as_scipy(mode, n):
     """A shift by d through scipy's own extension, for shifts up to 4 lengths away."""
     line = np.arange(n, dtype=float) + 1
     for d in range(-4 * n - 3, 4 * n + 4):
         weights = np.zeros(2 * abs(d) + 1)
         weights[abs(d) + d] = 1  # output[i] = line[i + d] (extended)
         want = ndi.correlate1d(line, weights, mode=mode, cval=0.0)
-        index = source_index(np.arange(n) + d, n, mode)
+        index = fold(np.arange(n) + d, n, mode)
         got = np.where(index >= 0, line[np.maximum(index, 0)], 0.0)
         np.testing.assert_array_equal(got, want)
 
