@@ -11,8 +11,8 @@ are those of a warm process.
     python benchmarks/ndimage_vs_scipy.py [--device SPEC] [--size 3840x2160] [--rounds 7]
         [--only NAME ...] [--json FILE]
 
-On a GPU the ``device`` column (device arrays, queue finished) is the one to compare with
-cupyx.scipy.ndimage: ``--cupy`` adds it (device arrays, synchronised).
+On a GPU, ``benchmarks/ndimage_vs_cupyx.py`` compares the device-array calls with
+cupyx.scipy.ndimage.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def cases(h, w, rng):
     cv = cv2 is not None
     R = cv2.BORDER_REFLECT if cv else None
     return [
-        # name, data, clkit/scipy call (fn(module, x)), OpenCV call or None, cupy call
+        # name, data, clkit/scipy call (fn(module, x)), OpenCV call or None
         ("gaussian_filter sigma 2 float32", f32, lambda m, x: m.gaussian_filter(x, 2.0), None),
         ("gaussian_filter sigma 2 uint8", u8, lambda m, x: m.gaussian_filter(x, 2.0), None),
         ("uniform_filter 5 float32", f32, lambda m, x: m.uniform_filter(x, 5),
@@ -90,7 +90,6 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--json", default=None)
-    p.add_argument("--cupy", action="store_true")
     args = p.parse_args(argv)
     w, h = (int(v) for v in args.size.lower().split("x"))
     dev = clkit.select(args.device)
@@ -115,12 +114,6 @@ def main(argv=None):
         if cv_call:
             cv_call(x)
             variants["cv2"] = (lambda: cv_call(x), None)
-        if args.cupy:
-            import cupy
-            import cupyx.scipy.ndimage as cx
-            dx = cupy.asarray(x)
-            call(cx, dx)
-            variants["cupy"] = (lambda: call(cx, dx), cupy.cuda.runtime.deviceSynchronize)
         times = {k: [] for k in variants}
         if scipy_once > SCIPY_ONCE_S:  # (large medians: scipy's checking call is its time)
             del variants["scipy"]
@@ -133,8 +126,6 @@ def main(argv=None):
                "vs_scipy": round(med["scipy"] / med["clkit"], 1)}
         if "cv2" in med:
             row["vs_cv2"] = round(med["cv2"] / med["clkit"], 2)
-        if "cupy" in med:
-            row["device_vs_cupy"] = round(med["cupy"] / med["clkit_device"], 2)
         rows.append(row)
         print(" | ".join(f"{k} {v}" for k, v in row.items()), flush=True)
     if args.json:
