@@ -159,24 +159,33 @@ CLK_INLINE ACC_T read_tap(__global const SRC_T *src, long base, int j, int len, 
  * at offsets offs[t * NDIM + d] from the work-item's coordinates, `flat[t]` elements away in
  * memory; where the coordinates lie at least lo[d] from the start and hi[d] from the end of
  * every axis, all taps read the array itself, at g + flat[t]. clk_coords fills the
- * coordinates and returns the element's index, with `inside`. */
-CLK_INLINE long clk_coords(__constant const int *shape, __constant const int *lo,
-                           __constant const int *hi, int *c, bool *inside)
+ * coordinates and returns the element's index, with `inside`; clk_line_coords those of the
+ * work-item's line alone. */
+/* The coordinates of the work-item's line (every axis but the last, from global id 1) into
+ * c[0 .. NDIM - 2], and whether they lie at least lo[d] from the start and hi[d] from the end
+ * of those axes. */
+CLK_INLINE bool clk_line_coords(__constant const int *shape, __constant const int *lo,
+                                __constant const int *hi, int *c)
 {
-    const int x = get_global_id(0);
     int r = get_global_id(1);
-    const long g = (long)r * shape[NDIM - 1] + x;
-    c[NDIM - 1] = x;
+    bool in = true;
     for (int d = NDIM - 2; d >= 0; d--) {
         int q = r / shape[d];
         c[d] = r - q * shape[d];
         r = q;
-    }
-    bool in = true;
-    for (int d = 0; d < NDIM; d++)
         in = in && c[d] >= lo[d] && c[d] < shape[d] - hi[d];
-    *inside = in;
-    return g;
+    }
+    return in;
+}
+
+CLK_INLINE long clk_coords(__constant const int *shape, __constant const int *lo,
+                           __constant const int *hi, int *c, bool *inside)
+{
+    const int x = get_global_id(0);
+    c[NDIM - 1] = x;
+    const bool line_inside = clk_line_coords(shape, lo, hi, c);
+    *inside = line_inside && x >= lo[NDIM - 1] && x < shape[NDIM - 1] - hi[NDIM - 1];
+    return (long)get_global_id(1) * shape[NDIM - 1] + x;
 }
 
 /* The folded index of tap t of the element at coordinates c, or -1 (cval). */

@@ -65,15 +65,8 @@ __kernel void rank_nd_vector(__global const SRC_T *src, __global DST_T *dst,
         return;
     const RAW_T cval = (RAW_T)cval_acc;
     int c[NDIM];
-    int r = get_global_id(1);
-    const long row = (long)r * width;
-    bool rows_inside = true;
-    for (int d = NDIM - 2; d >= 0; d--) {
-        int q = r / shape[d];
-        c[d] = r - q * shape[d];
-        r = q;
-        rows_inside = rows_inside && c[d] >= lo[d] && c[d] < shape[d] - hi[d];
-    }
+    const long row = (long)get_global_id(1) * width;
+    const bool rows_inside = clk_line_coords(shape, lo, hi, c);
     if (rows_inside && x0 >= lo[NDIM - 1] && x0 + VW <= width - hi[NDIM - 1]) {
         const long g = row + x0;
         VRAW v[NTAPS];

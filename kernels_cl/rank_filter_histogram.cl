@@ -44,16 +44,9 @@ __kernel void rank_histogram(__global const SRC_T *src, __global DST_T *dst,
     const int x1 = min(x0 + seg, width);
     /* the coordinates of the work-item's first element */
     int c[NDIM];
-    int r = get_global_id(1);
-    const long row = (long)r * width;
+    const long row = (long)get_global_id(1) * width;
     c[NDIM - 1] = x0;
-    bool rows_inside = true;
-    for (int d = NDIM - 2; d >= 0; d--) {
-        int q = r / shape[d];
-        c[d] = r - q * shape[d];
-        r = q;
-        rows_inside = rows_inside && c[d] >= lo[d] && c[d] < shape[d] - hi[d];
-    }
+    const bool rows_inside = clk_line_coords(shape, lo, hi, c);
     const SRC_T cval = (SRC_T)cval_raw;
 #define TAP(t) (inside ? src[g + flat[t]] : tap_value(src, c, offs, (t), shape, border, cval))
 
