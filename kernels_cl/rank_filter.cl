@@ -13,7 +13,8 @@
  *    lanes and GPU threads stay together;
  *  - otherwise a selection by insertion into a sorted prefix of rank + 1 values (KEEP of them
  *    at most: RANK + 1, or GENERIC_KEEP in generic builds, which take `rank` as an argument).
- * cval arrives converted to the input's type (scipy's C cast), in ACC_T.
+ * cval arrives converted to the input's type (scipy's C cast), as RAW_T: a double cannot hold
+ * every 64-bit integer.
  */
 #include "ndimage.h"
 
@@ -57,13 +58,12 @@ CLK_INLINE RAW_T tap_folded(__global const SRC_T *src, const int *c, __constant 
 __kernel void rank_nd_vector(__global const SRC_T *src, __global DST_T *dst,
                              __constant int *offs, __constant long *flat,
                              __constant int *shape, __constant int *lo, __constant int *hi,
-                             ACC_T cval_acc, int ntaps_, int rank_, int border)
+                             RAW_T cval, int ntaps_, int rank_, int border)
 {
     const int width = shape[NDIM - 1];
     const int x0 = get_global_id(0) * VW;
     if (x0 >= width)
         return;
-    const RAW_T cval = (RAW_T)cval_acc;
     int c[NDIM];
     const long row = (long)get_global_id(1) * width;
     const bool rows_inside = clk_line_coords(shape, lo, hi, c);
@@ -99,14 +99,13 @@ __kernel void rank_nd_vector(__global const SRC_T *src, __global DST_T *dst,
 
 __kernel void rank_nd(__global const SRC_T *src, __global DST_T *dst, __constant int *offs,
                       __constant long *flat, __constant int *shape, __constant int *lo,
-                      __constant int *hi, ACC_T cval_acc, int ntaps_, int rank_, int border)
+                      __constant int *hi, RAW_T cval, int ntaps_, int rank_, int border)
 {
 #if GENERIC
     const int ntaps = ntaps_, rank = rank_;
 #endif
     if (get_global_id(0) >= shape[NDIM - 1])
         return;
-    const RAW_T cval = (RAW_T)cval_acc;
     int c[NDIM];
     bool inside;
     const long g = clk_coords(shape, lo, hi, c, &inside);

@@ -46,6 +46,9 @@ GENERIC_KEEP = 64
 #: The largest footprint whose rank is selected by a sorting network; larger ones sort by
 #: insertion per work-item.
 MAX_NETWORK = 128
+#: The same on Intel's OpenCL CPU runtime, whose compiler crashed (a segmentation fault in the
+#: build) on networks of 64 four- and eight-byte elements; 27 built for every type.
+MAX_NETWORK_INTEL = 27
 #: The most bytes of a sorting network's values per work-item on CPUs (VW elements at once).
 NETWORK_BYTES = 1024
 #: Prepared launches kept per runtime.
@@ -320,16 +323,16 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
         defines["MAXIMUM"] = 1
     if _specialised(job) or rank >= GENERIC_KEEP:
         defines.update(NTAPS=n, RANK=rank, BORDER=border)
-        if "MINIMUM" not in defines and "MAXIMUM" not in defines and n <= MAX_NETWORK:
+        largest = MAX_NETWORK_INTEL if job.device.short_platform == "intel" else MAX_NETWORK
+        if "MINIMUM" not in defines and "MAXIMUM" not in defines and n <= largest:
             defines["NETWORK"] = network(n, rank)
         window = (0, 0, 0)
     else:
         defines.update(GENERIC=1, GENERIC_KEEP=GENERIC_KEEP)
         window = (n, rank, NUMBERS[border])
     shape = np.array(job.shape, np.int32)
-    raw_cval = c_cast(cval, job.in_dtype)
     args = (_constant(job, offs), _constant(job, flat), _constant(job, shape),
-            _constant(job, lo), _constant(job, hi), float(acc.type(raw_cval))) + window
+            _constant(job, lo), _constant(job, hi), raw_value(cval, job.in_dtype)) + window
     size = 4 if job.in_dtype == np.float16 else src_dtype.itemsize
     # VW neighbours along the last axis per work-item, as vectors of 64 bytes at most, the
     # footprint's vectors in NETWORK_BYTES at most (PoCL's compiled kernels crashed on 4 KiB)
@@ -459,15 +462,31 @@ def _truncated(value: float, bits: int) -> int:
     return int(value)
 
 
+def raw_value(value: float, dtype) -> np.generic:
+    """``value`` as a kernel's RAW_T argument for data of ``dtype``: scipy's C cast to it
+    (float32 for float16 data, the byte for bool), exact for every 64-bit integer."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.float32(np.float16(value)) if dtype == np.float16 else dtype.type(value)
+    return (np.uint8 if dtype.kind == "b" else dtype.type)(c_int(value, dtype))
+
+
 def c_cast(value: float, dtype) -> float:
     """``value`` converted to ``dtype`` as scipy's C cast from double does on x86-64 (the
-    kernels' clk_store does the same): integers truncated towards zero and wrapped to their
-    width, out-of-range values as the processor's conversions give them."""
+    kernels' clk_store does the same), as a float (see :func:`c_int` for integer types)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         return float(dtype.type(value))
+    return float(c_int(value, dtype))
+
+
+def c_int(value: float, dtype) -> int:
+    """``value`` converted to the integer (or bool) ``dtype`` as scipy's C cast from double
+    does on x86-64: truncated towards zero and wrapped to the type's width, out-of-range
+    values as the processor's conversions give them."""
+    dtype = np.dtype(dtype)
     if dtype.kind == "b":  # a byte: the low one of the int conversion, nonzero or not
-        return float(_truncated(value, 32) & 0xFF != 0)
+        return int(_truncated(value, 32) & 0xFF != 0)
     bits = dtype.itemsize * 8
     if dtype == np.uint64:
         t = _truncated(value - 2.0 ** 63, 64) ^ (1 << 63) if value >= 2.0 ** 63 else \
@@ -477,4 +496,4 @@ def c_cast(value: float, dtype) -> float:
     t &= (1 << bits) - 1
     if dtype.kind == "i" and t >= 1 << (bits - 1):
         t -= 1 << bits
-    return float(t)
+    return t
