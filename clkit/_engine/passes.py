@@ -384,7 +384,7 @@ def rank_histogram(job: Work, src, dst, footprint: np.ndarray, origins, border: 
     width, rows = _nd_size(job)
     args = (_constant(job, every), _constant(job, flat),
             _constant(job, np.array(job.shape, np.int32)), _constant(job, lo),
-            _constant(job, hi), int(c_cast(cval, job.in_dtype)), len(offs), len(enter), rank,
+            _constant(job, hi), c_int(cval, job.in_dtype), len(offs), len(enter), rank,
             seg, NUMBERS[border])
     _launch(job, "rank_filter_histogram", "rank_histogram", defines, args,
             (-(-width // seg), rows), src, dst)
