@@ -13,6 +13,9 @@
  *    lanes and GPU threads stay together;
  *  - otherwise a selection by insertion into a sorted prefix of rank + 1 values (KEEP of them
  *    at most: RANK + 1, or GENERIC_KEEP in generic builds, which take `rank` as an argument).
+ * Two kernels take VW neighbouring elements along the last axis per work-item: rank_nd_vector
+ * (CPUs) runs the network on vectors, rank_nd_columns (box footprints elsewhere) sorts each
+ * column of the footprint once for the elements that share it.
  * cval arrives converted to the input's type (scipy's C cast), as RAW_T: a double cannot hold
  * every 64-bit integer.
  */
@@ -43,6 +46,29 @@ CLK_INLINE RAW_T tap_folded(__global const SRC_T *src, const int *c, __constant 
 #define CE(a, b) { RAW_T lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
 
 #if defined(NETWORK) && VW > 1
+/* The network on the work-item's elements x0 .. x0 + VW - 1 of line `row` one by one, any of
+ * whose footprints may reach beyond the array. */
+CLK_INLINE void network_each(__global const SRC_T *src, __global DST_T *dst,
+                             __constant int *offs, __constant long *flat,
+                             __constant int *shape, __constant int *lo, __constant int *hi,
+                             RAW_T cval, int border, int *c, long row, int x0, bool rows_inside)
+{
+    const int width = shape[NDIM - 1];
+    for (int x = x0; x < min(x0 + VW, width); x++) {
+        c[NDIM - 1] = x;
+        const long g = row + x;
+        const bool inside = rows_inside && x >= lo[NDIM - 1] && x < width - hi[NDIM - 1];
+        RAW_T v[NTAPS];
+        for (int t = 0; t < NTAPS; t++)
+            v[t] = inside ? LOAD_RAW(src, g + flat[t])
+                          : tap_folded(src, c, offs, t, shape, border, cval);
+        NETWORK
+        clk_store(dst, g, CLK_CONVERT(ACC_T)(v[RANK]));
+    }
+}
+#endif
+
+#if defined(NETWORK) && VW > 1 && !defined(COLUMN_SELECT)
 /* The sorting network on VW neighbouring elements along the last axis at once, as vectors
  * (CPUs): where all VW footprints lie inside the array, tap t of the VW elements is one
  * vector load at g + flat[t], and each compare-exchange is one vector min and max. The
@@ -83,16 +109,56 @@ __kernel void rank_nd_vector(__global const SRC_T *src, __global DST_T *dst,
             clk_store(dst, g + l, CLK_CONVERT(ACC_T)(lanes[l]));
         return;
     }
-    for (int x = x0; x < min(x0 + VW, width); x++) {
-        c[NDIM - 1] = x;
-        const long g = row + x;
-        const bool inside = rows_inside && x >= lo[NDIM - 1] && x < width - hi[NDIM - 1];
-        RAW_T v[NTAPS];
-        for (int t = 0; t < NTAPS; t++)
-            v[t] = inside ? LOAD_RAW(src, g + flat[t])
-                          : tap_folded(src, c, offs, t, shape, border, cval);
-        NETWORK
-        clk_store(dst, g, CLK_CONVERT(ACC_T)(v[RANK]));
+    network_each(src, dst, offs, flat, shape, lo, hi, cval, border, c, row, x0, rows_inside);
+}
+#endif
+
+
+#ifdef COLUMN_SELECT
+/* A box footprint of KW columns (its taps of one offset along the last axis) of COLUMN taps:
+ * the work-item's VW elements share VW + KW - 1 columns, which are read and sorted once
+ * (COLUMN_SORT: CS(a,b) within a column), and each element selects its rank from its KW
+ * sorted columns, value k * COLUMN + j the j-th smallest of its column k, with
+ * COLUMN_SELECT, a network that relies on the columns being sorted (made by the host; the
+ * rank ends in value SELECTED). Taps are listed in C order, so tap j * KW of the footprint
+ * is row j of its first column. */
+__kernel void rank_nd_columns(__global const SRC_T *src, __global DST_T *dst,
+                              __constant int *offs, __constant long *flat,
+                              __constant int *shape, __constant int *lo, __constant int *hi,
+                              RAW_T cval, int ntaps_, int rank_, int border)
+{
+    const int width = shape[NDIM - 1];
+    const int x0 = get_global_id(0) * VW;
+    if (x0 >= width)
+        return;
+    int c[NDIM];
+    const long row = (long)get_global_id(1) * width;
+    const bool rows_inside = clk_line_coords(shape, lo, hi, c);
+    if (!(rows_inside && x0 >= lo[NDIM - 1] && x0 + VW <= width - hi[NDIM - 1])) {
+        network_each(src, dst, offs, flat, shape, lo, hi, cval, border, c, row, x0,
+                     rows_inside);
+        return;
+    }
+    RAW_T col[VW + KW - 1][COLUMN];
+#define CS(a, b) { RAW_T lo_ = min(col[k][a], col[k][b]); col[k][b] = max(col[k][a], col[k][b]); \
+                   col[k][a] = lo_; }
+#pragma unroll
+    for (int k = 0; k < VW + KW - 1; k++) {
+#pragma unroll
+        for (int j = 0; j < COLUMN; j++)
+            col[k][j] = LOAD_RAW(src, row + x0 + k + flat[j * KW]);
+        COLUMN_SORT
+    }
+#pragma unroll
+    for (int e = 0; e < VW; e++) {
+        RAW_T v[KW * COLUMN];
+#pragma unroll
+        for (int k = 0; k < KW; k++)
+#pragma unroll
+            for (int j = 0; j < COLUMN; j++)
+                v[k * COLUMN + j] = col[e + k][j];
+        COLUMN_SELECT
+        clk_store(dst, row + x0 + e, CLK_CONVERT(ACC_T)(v[SELECTED]));
     }
 }
 #endif

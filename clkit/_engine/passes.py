@@ -17,6 +17,7 @@ element type); larger ones builds specialised for the window.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -110,12 +111,27 @@ def _launch(job: Work, file: str, kernel: str, defines: dict, args: tuple, gsize
         return
     key = (file, kernel, len(buffers), tuple(sorted(defines.items())),
            tuple(id(a) if isinstance(a, cl_array.Array) else a for a in args), gsize)
+    job.rt.memo(_launch, MAX_LAUNCHES).make(
+        key, lambda: _prepare(job, file, kernel, defines, args, gsize, len(buffers)))(
+        job.queue, *buffers)
 
+
+def _prepare(job: Work, file: str, kernel: str, defines: dict, args: tuple, gsize: tuple,
+             buffers: int) -> Prepared:
+    # (the mean's division correctly rounded, as scipy's is)
+    prg = program(file, options=("-cl-fp32-correctly-rounded-divide-sqrt",), **defines)
+    return Prepared(prg, kernel, job.rt, (None,) * buffers + tuple(args), gsize, None)
+
+
+def _planned(job: Work, key: tuple, plan, *buffers) -> None:
+    """Enqueue the launch that ``plan()`` gives as (file, kernel, defines, args, global
+    size), made once per runtime for ``key`` (all that the plan depends on)."""
     def make():
-        # (the mean's division correctly rounded, as scipy's is)
-        prg = program(file, options=("-cl-fp32-correctly-rounded-divide-sqrt",), **defines)
-        return Prepared(prg, kernel, job.rt, (None,) * len(buffers) + tuple(args), gsize, None)
-    job.rt.memo(_launch, MAX_LAUNCHES).make(key, make)(job.queue, *buffers)
+        file, kernel, defines, args, gsize = plan()
+        if 0 in gsize:
+            return lambda *_: None
+        return _prepare(job, file, kernel, defines, args, gsize, len(buffers))
+    job.rt.memo(_planned, MAX_LAUNCHES).make(key, make)(job.queue, *buffers)
 
 
 def _constant(job: Work, host: np.ndarray):
@@ -305,11 +321,21 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
             rank: int) -> None:
     """``dst`` = the ``rank``-th smallest of each footprint's values (0 the minimum), cval
     as the input's type gives it (scipy's conversion)."""
+    raw = raw_value(cval, job.in_dtype)
+    key = ("rank", job.shape, job.in_dtype, _dtype_of(src), _dtype_of(dst), footprint.shape,
+           footprint.tobytes(), tuple(origins), border, raw if raw == raw else "nan", rank,
+           COLUMN_ELEMENTS, COLUMNS_ON_CPUS)
+    _planned(job, key, lambda: _rank_plan(job, src, dst, footprint, origins, border, cval,
+                                          rank), src, dst)
+
+
+def _rank_plan(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cval: float,
+               rank: int) -> tuple:
     offs, flat, lo, hi = _taps(job.shape, footprint, origins)
     n = len(flat)
     histogram_from = HISTOGRAM_FROM if job.device.type == "cpu" else HISTOGRAM_FROM_ELSEWHERE
     if n >= histogram_from and job.in_dtype in HISTOGRAM_DTYPES and 0 < rank < n - 1:
-        return rank_histogram(job, src, dst, footprint, origins, border, cval, rank)
+        return _histogram_plan(job, dst, footprint, origins, border, cval, rank)
     if n > MAX_RANK_TAPS:
         raise NotImplementedError(f"{job.name}: a footprint of {n} elements; clkit.ndimage's "
                                   f"rank filters take up to {MAX_RANK_TAPS}")
@@ -337,13 +363,41 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
     # VW neighbours along the last axis per work-item, as vectors of 64 bytes at most, the
     # footprint's vectors in NETWORK_BYTES at most (PoCL's compiled kernels crashed on 4 KiB)
     vw = 1 << max(0, min(16, 64 // size, NETWORK_BYTES // (n * size)).bit_length() - 1)
-    if "NETWORK" in defines and job.device.type == "cpu" and vw >= 4:
+    width, rows = _nd_size(job)
+    cpu = job.device.type == "cpu"
+    columns = _columns(footprint, rank) if "NETWORK" in defines else None
+    if columns and (not cpu or COLUMNS_ON_CPUS):
+        defines.update(columns, VW=COLUMN_ELEMENTS)
+        return ("rank_filter", "rank_nd_columns", defines, args,
+                (-(-width // COLUMN_ELEMENTS), rows))
+    if "NETWORK" in defines and cpu and vw >= 4:
         defines["VW"] = vw
-        width, rows = _nd_size(job)
-        _launch(job, "rank_filter", "rank_nd_vector", defines, args, (-(-width // vw), rows),
-                src, dst)
-        return
-    _launch(job, "rank_filter", "rank_nd", defines, args, _nd_size(job), src, dst)
+        return "rank_filter", "rank_nd_vector", defines, args, (-(-width // vw), rows)
+    return "rank_filter", "rank_nd", defines, args, (width, rows)
+
+
+#: Elements along the last axis per work-item of a box footprint's rank_nd_columns (2 or
+#: more), which read and sort each of the footprint's columns once for all of them.
+COLUMN_ELEMENTS = 4
+#: CPUs take rank_nd_vector instead (tests turn this on to run rank_nd_columns there too).
+COLUMNS_ON_CPUS = False
+
+
+def _columns(footprint: np.ndarray, rank: int) -> dict | None:
+    """rank_nd_columns' defines for a box ``footprint`` of at least 2 columns (its elements
+    of one position along the last axis) of at least 2 elements, or None."""
+    return _box_columns(footprint.size, footprint.shape[-1], rank) if footprint.all() else None
+
+
+@functools.lru_cache(maxsize=64)
+def _box_columns(n: int, kw: int, rank: int) -> dict | None:
+    column = n // kw
+    select = column_network(column, kw, rank) if kw > 1 and column > 1 else None
+    if select is None:
+        return None
+    sort = "".join(f"CS({a},{b})" for a, b in _merge_sort(_power_of_two(column), column))
+    return dict(KW=kw, COLUMN=column, COLUMN_SORT=sort, COLUMN_SELECT=select[0],
+                SELECTED=select[1])
 
 
 #: Footprints of at least this many elements select the rank of 8-bit data (uint8, int8,
@@ -359,11 +413,11 @@ SEG_FACTOR = 16
 HISTOGRAM_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.bool_))
 
 
-def rank_histogram(job: Work, src, dst, footprint: np.ndarray, origins, border: str,
-                   cval: float, rank: int) -> None:
-    """``dst`` = the ``rank``-th smallest of each footprint's values, for 8-bit data, by a
-    histogram of the window moved along the last axis (the footprint's taps, then those
-    entering and those leaving it at each step)."""
+def _histogram_plan(job: Work, dst, footprint: np.ndarray, origins, border: str,
+                    cval: float, rank: int) -> tuple:
+    """The launch of the ``rank``-th smallest of each footprint's values, for 8-bit data,
+    from a histogram of the window moved along the last axis (the footprint's taps, then
+    those entering and those leaving it at each step)."""
     ndim = len(job.shape)
     centre = np.array([s // 2 + o for s, o in zip(footprint.shape, origins)])
     offs = np.argwhere(footprint) - centre
@@ -386,15 +440,13 @@ def rank_histogram(job: Work, src, dst, footprint: np.ndarray, origins, border: 
             _constant(job, np.array(job.shape, np.int32)), _constant(job, lo),
             _constant(job, hi), c_int(cval, job.in_dtype), len(offs), len(enter), rank,
             seg, NUMBERS[border])
-    _launch(job, "rank_filter_histogram", "rank_histogram", defines, args,
-            (-(-width // seg), rows), src, dst)
+    return ("rank_filter_histogram", "rank_histogram", defines, args,
+            (-(-width // seg), rows))
 
 
-def network(n: int, rank: int) -> str:
-    """The compare-exchanges that put the ``rank``-th smallest of ``n`` values at ``rank``:
-    Batcher's odd-even merge sort of the next power of two, without the exchanges that meet
-    the padding (+infinity stays on top) or that ``rank`` does not depend on."""
-    size = 1 << max(0, (n - 1).bit_length())
+def _merge_sort(size: int, n: int) -> list:
+    """The compare-exchanges (a, b) of Batcher's odd-even merge sort of ``size`` values (a
+    power of two), without those that meet positions from ``n`` up."""
     pairs = []
     p = 1
     while p < size:
@@ -407,12 +459,84 @@ def network(n: int, rank: int) -> str:
                         pairs.append((a, b))
             k //= 2
         p *= 2
-    needed, kept = {rank}, []
+    return pairs
+
+
+def _power_of_two(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _needed(pairs: list, target: int) -> str:
+    """The compare-exchanges of ``pairs`` that the value ending in ``target`` depends on."""
+    needed, kept = {target}, []
     for a, b in reversed(pairs):
         if a in needed or b in needed:
             needed.update((a, b))
             kept.append((a, b))
     return "".join(f"CE({a},{b})" for a, b in reversed(kept))
+
+
+@functools.lru_cache(maxsize=256)
+def network(n: int, rank: int) -> str:
+    """The compare-exchanges that put the ``rank``-th smallest of ``n`` values at ``rank``:
+    Batcher's odd-even merge sort of the next power of two, without the exchanges that meet
+    the padding (+infinity stays on top) or that ``rank`` does not depend on."""
+    return _needed(_merge_sort(_power_of_two(n), n), rank)
+
+
+#: The most 0-1 inputs (sorted columns) that :func:`column_network` tries its exchanges on.
+MAX_COLUMN_CASES = 1 << 16
+
+
+@functools.lru_cache(maxsize=64)
+def column_network(column: int, columns: int, rank: int):
+    """(The compare-exchanges that select the ``rank``-th smallest of ``columns`` sorted
+    columns of ``column`` values, value ``k * column + j`` the j-th smallest of column k; the
+    value that ends as that rank), or None where the columns are too many to check.
+
+    The network sorts each row (the j-th smallest of every column), drops the values that
+    enough others are known to lie below (or above), and selects among the rest with
+    :func:`network`'s merge sort, keeping only the exchanges that some input with sorted
+    columns needs and that the rank depends on. By the 0-1 principle it is enough to follow
+    every input of zeros and ones whose columns are sorted: column k of input i holds z
+    zeros, z the digit k of i in base ``column + 1``; bit i of ``value[v]`` is value v's for
+    input i."""
+    cases = (column + 1) ** columns
+    if cases > MAX_COLUMN_CASES:
+        return None
+    every = (1 << cases) - 1
+    zeros = np.arange(cases)[:, None] // (column + 1) ** np.arange(columns) % (column + 1)
+
+    def bits(flags) -> int:
+        return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
+
+    value = [bits(j >= zeros[:, k]) for k in range(columns) for j in range(column)]
+    pairs = []
+
+    def exchange(a, b):
+        if value[a] & (every ^ value[b]):  # some input has a 1 above a 0
+            value[a], value[b] = value[a] & value[b], value[a] | value[b]
+            pairs.append((a, b))
+
+    for j in range(column):
+        for a, b in _merge_sort(_power_of_two(columns), columns):
+            exchange(a * column + j, b * column + j)
+    n = column * columns
+
+    def below(v):  # how many other values are never above v
+        return sum(not value[u] & (every ^ value[v]) for u in range(n) if u != v)
+
+    def above(v):
+        return sum(not value[v] & (every ^ value[u]) for u in range(n) if u != v)
+
+    high = {v for v in range(n) if below(v) > rank}
+    low = {v for v in range(n) if v not in high and above(v) >= n - rank}
+    left = [v for v in range(n) if v not in high and v not in low]
+    for a, b in _merge_sort(_power_of_two(len(left)), len(left)):
+        exchange(left[a], left[b])
+    selected = left[rank - len(low)]
+    assert value[selected] == bits(zeros.sum(axis=1) <= rank), "the network misses the rank"
+    return _needed(pairs, selected), selected
 
 
 def _elementwise_defines(dtype: np.dtype) -> dict:
@@ -462,13 +586,14 @@ def _truncated(value: float, bits: int) -> int:
     return int(value)
 
 
-def raw_value(value: float, dtype) -> np.generic:
+def raw_value(value: float, dtype) -> int | float:
     """``value`` as a kernel's RAW_T argument for data of ``dtype``: scipy's C cast to it
-    (float32 for float16 data, the byte for bool), exact for every 64-bit integer."""
+    (float32 for float16 data, the byte for bool), exact for every 64-bit integer. A Python
+    number, as the launches' short path takes them."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return np.float32(np.float16(value)) if dtype == np.float16 else dtype.type(value)
-    return (np.uint8 if dtype.kind == "b" else dtype.type)(c_int(value, dtype))
+        return float((np.float16 if dtype == np.float16 else dtype.type)(value))
+    return c_int(value, dtype)
 
 
 def c_cast(value: float, dtype) -> float:

@@ -32,7 +32,7 @@ def ranked(f):
 
 
 def _job(name, input, output, device):
-    if np.iscomplexobj(input) if not hasattr(input, "dtype") else input.dtype.kind == "c":
+    if (input.dtype.kind == "c") if hasattr(input, "dtype") else np.iscomplexobj(input):
         raise TypeError("Complex type not supported")
     return Job(name, input, output, device)
 

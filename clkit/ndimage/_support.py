@@ -119,7 +119,7 @@ def check_float(name: str, what: str, value) -> float:
 
 
 def check_cval(name: str, cval) -> float:
-    if np.iscomplexobj(cval):
+    if not isinstance(cval, (int, float)) and np.iscomplexobj(cval):
         raise NotImplementedError(f"{name}: a complex cval is not supported by clkit.ndimage")
     return check_float(name, "cval", cval)
 
