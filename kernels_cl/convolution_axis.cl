@@ -14,13 +14,16 @@
  * VW neighbouring elements of RPI consecutive lines (global size (ceil(inner / VW),
  * ceil(len / RPI), outer)). Their windows overlap, so the RPI + TAPS - 1 vectors of their span
  * are loaded and converted to ACC_T once, into private memory, and each window's sum reads
- * them from there (CPUs, where the conversions cost as much as a fifth of the pass).
+ * them from there (CPUs, where the conversions cost as much as a fifth of the pass). The loops
+ * over lines and taps are unrolled, so that the span stays in registers.
  *
  * BLOCKS=1 (specialised builds along the last axis, VW of 4, 8 or 16, clang): a work-item
  * loads the aligned-to-its-run blocks of VW elements that its windows span, converted once,
  * and forms each tap's vector from two of them with a register permute (clkit.h's
  * CLK_WINDOW_FN), the tap loops unrolled so that each permute is one instruction; unaligned
- * loads per tap took up to twice the time (PoCL, 17 float32 taps).
+ * loads per tap took up to twice the time (PoCL, 17 float32 taps). A work-item computes RUNS
+ * neighbouring vectors (global size (ceil(len / (VW * RUNS)), outer)), which share all but
+ * one of their blocks.
  */
 #include "ndimage.h"
 
@@ -38,7 +41,7 @@
 #define BLOCKS 0  /* (the permutes are clang's builtin: other compilers load each tap) */
 #endif
 /* The tap loops, unrolled where the taps' vectors are permutes of the blocks (BLOCKS) */
-#if BLOCKS
+#if BLOCKS || (defined(RPI) && RPI > 1)
 #define TAP_LOOP _Pragma("unroll")
 #else
 #define TAP_LOOP
@@ -73,7 +76,21 @@
     }
 #endif
 
-/* The VW sums of `v` stored from element `out` on. */
+/* The VW sums of `v` stored from element `out` on: as one vector where the conversion to
+ * DST_T has a vector form that gives clk_store's values (floats rounded, and clk_cvt_int's
+ * truncation for the types of OUT_KIND 2), else lane by lane. */
+#if VW > 1 && !DST_HALF && OUT_KIND == 0
+#define STORE_LANES(v, out) CLK_VSTORE(VW)(CLK_CONVERT(CLK_VEC(DST_T, VW))(v), 0, dst + (out));
+#elif VW > 1 && !DST_HALF && OUT_KIND == 2
+#define VINT CLK_VEC(int, VW)
+#define STORE_LANES(v, out)                                                               \
+    {                                                                                     \
+        const VINT in_ = CLK_CONVERT(VINT)((v) >= (ACC_T)-2147483648.0 &&                 \
+                                           (v) < (ACC_T)2147483648.0);                    \
+        const VINT t_ = select((VINT)INT_MIN, CLK_CONVERT(VINT)(v), in_);                 \
+        CLK_VSTORE(VW)(CLK_CONVERT(CLK_VEC(DST_T, VW))(t_), 0, dst + (out));              \
+    }
+#else
 #define STORE_LANES(v, out)                                                               \
     {                                                                                     \
         ACC_T lanes[VW];                                                                  \
@@ -81,6 +98,7 @@
         for (int l = 0; l < VW; l++)                                                      \
             clk_store(dst, (out) + l, lanes[l]);                                          \
     }
+#endif
 
 /* The sums of VW neighbouring elements at once, the first at `out`; `p` their first window's
  * first tap, `step` the distance between taps. */
@@ -121,6 +139,7 @@
         VACC span[RPI + TAPS - 1];                                                        \
         for (int j = 0; j < RPI + TAPS - 1; j++)                                          \
             span[j] = VLOAD(p, (long)j * inner);                                          \
+        _Pragma("unroll")                                                                 \
         for (int r = 0; r < RPI; r++) {                                                   \
             VACC sum;                                                                     \
             WINDOW_SUM(SPAN_TAP)                                                          \
@@ -138,24 +157,30 @@
 #if !LAST || GENERIC || VW == 1
 #error "BLOCKS is for specialised builds along the last axis, with vectors"
 #endif
+#ifndef RUNS
+#define RUNS 1
+#endif
 CLK_WINDOW_FN(window, VACC, VW)
 #define NBLK CLK_DIV_UP(VW + TAPS - 1, VW)
-#define BLOCK_TAP(k) window(blk[(k) / VW], blk[min((k) / VW + 1, NBLK - 1)], (k) % VW)
+#define BLOCK_TAP(k) window(blk[r + (k) / VW], blk[r + min((k) / VW + 1, NBLK - 1)], (k) % VW)
 #undef AXIS_ELEMENTS
 #define AXIS_ELEMENTS(VECTOR, SCALAR)                                                     \
-    const int i0 = get_global_id(0) * VW;                                                 \
+    const int i0 = get_global_id(0) * (VW * RUNS);                                        \
     const long base = (long)get_global_id(1) * len;                                       \
-    if (i0 - shift >= 0 && i0 - shift + NBLK * VW <= len) {                               \
+    if (i0 - shift >= 0 && i0 - shift + (NBLK + RUNS - 1) * VW <= len) {                  \
         __global const SRC_T *p = src + base + (i0 - shift);                              \
-        VACC blk[NBLK];                                                                   \
+        VACC blk[NBLK + RUNS - 1];                                                        \
         _Pragma("unroll")                                                                 \
-        for (int b = 0; b < NBLK; b++)                                                    \
+        for (int b = 0; b < NBLK + RUNS - 1; b++)                                         \
             blk[b] = VLOAD(p, b * VW);                                                    \
-        VACC sum;                                                                         \
-        WINDOW_SUM(BLOCK_TAP)                                                             \
-        STORE_LANES(sum, base + i0)                                                       \
+        _Pragma("unroll")                                                                 \
+        for (int r = 0; r < RUNS; r++) {                                                  \
+            VACC sum;                                                                     \
+            WINDOW_SUM(BLOCK_TAP)                                                         \
+            STORE_LANES(sum, base + i0 + r * VW)                                          \
+        }                                                                                 \
     } else {                                                                              \
-        for (int j = 0; j < VW && i0 + j < len; j++) {                                    \
+        for (int j = 0; j < VW * RUNS && i0 + j < len; j++) {                             \
             SCALAR(i0 + j, base)                                                          \
         }                                                                                 \
     }

@@ -147,6 +147,9 @@ CPU_LINES = 8
 #: over permutes of aligned blocks on CPUs (convolution_axis.cl's BLOCKS; not for means,
 #: whose sums are slower unrolled).
 MAX_BLOCK_TAPS = 32
+#: Vectors per work-item of those correlations (convolution_axis.cl's RUNS): neighbouring
+#: vectors share their blocks (more take more registers than AVX-512 has).
+CPU_RUNS = 2
 
 
 def _axis_geometry(job: Work, axis: int, defines: dict, taps: int = 0,
@@ -164,7 +167,8 @@ def _axis_geometry(job: Work, axis: int, defines: dict, taps: int = 0,
     lines = cpu and taps and _specialised(job)
     if inner == 1:
         if lines and blocks and taps <= MAX_BLOCK_TAPS and vw in (4, 8, 16):
-            defines["BLOCKS"] = 1
+            defines.update(BLOCKS=1, RUNS=CPU_RUNS)
+            return length, 1, (-(-length // (vw * CPU_RUNS)), outer)
         return length, 1, (-(-length // vw), outer)
     rpi = CPU_LINES if lines else 1
     if rpi > 1:
