@@ -3,9 +3,9 @@
  * derivatives (laplace, gaussian_laplace, gaussian_gradient_magnitude), in the result's type T
  * as numpy computes them there: `acc += x` (add_into), `acc = acc * acc` (square) and
  * `acc = sqrt(acc)` (sqrt_into, truncated towards zero for integer types, as numpy's unsafe
- * cast does), and `acc += x * x` with, for the last axis, the square root (add_square: one
- * pass over memory for numpy's three, each operation rounded to T as numpy rounds it). One
- * work-item per element.
+ * cast does), and `acc += x * x` with, for the first axis, acc squared first and, for the
+ * last, the square root (add_square: one pass over memory for numpy's four, each operation
+ * rounded to T as numpy rounds it). One work-item per element.
  *
  * T is the type as stored; HALF=1 for float16 (read and written with vload_half / vstore_half,
  * computed in float, as numpy computes float16); BOOL=1 for bool (stored as uchar: + is or,
@@ -34,8 +34,10 @@ CLK_INLINE float to_half(float v)
 }
 #endif
 
-/* acc += x * x, then acc = sqrt(acc) where `root` (the last axis of a gradient magnitude) */
-__kernel void add_square(__global T *acc, __global const T *x, long n, int root)
+/* acc += x * x, with acc = acc * acc before where `first` (the second axis of a gradient
+ * magnitude: the first's derivative is squared here) and acc = sqrt(acc) after where `root`
+ * (the last axis) */
+__kernel void add_square(__global T *acc, __global const T *x, long n, int first, int root)
 {
     const long i = get_global_id(0);
     if (i >= n)
@@ -43,10 +45,12 @@ __kernel void add_square(__global T *acc, __global const T *x, long n, int root)
 #if BOOL
     acc[i] = acc[i] || x[i];
 #elif HALF
-    const float s = to_half(to_half(GET(x, i) * GET(x, i)) + GET(acc, i));
+    const float a = first ? to_half(GET(acc, i) * GET(acc, i)) : GET(acc, i);
+    const float s = to_half(to_half(GET(x, i) * GET(x, i)) + a);
     PUT(acc, i, root ? sqrt(s) : s);
 #else
-    const T s = acc[i] + x[i] * x[i];
+    const T a = first ? acc[i] * acc[i] : acc[i];
+    const T s = a + x[i] * x[i];
     if (root) {
         SQRT_T r = sqrt((SQRT_T)s);
         acc[i] = (T)r;

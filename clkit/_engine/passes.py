@@ -565,13 +565,13 @@ def square(job: Work, acc) -> None:
             acc)
 
 
-def add_square(job: Work, acc, x, root: bool) -> None:
-    """``acc += x * x`` elementwise, then ``acc = sqrt(acc)`` where ``root``: numpy's
-    multiply, add and square root (:func:`sqrt_into`) in one pass, each rounded as numpy
-    rounds it in the dtype."""
+def add_square(job: Work, acc, x, root: bool, first: bool = False) -> None:
+    """``acc += x * x`` elementwise, after ``acc *= acc`` where ``first`` (:func:`square`)
+    and before ``acc = sqrt(acc)`` where ``root`` (:func:`sqrt_into`): numpy's multiplies,
+    add and square root in one pass, each rounded as numpy rounds it in the dtype."""
     n = math.prod(job.shape)
     _launch(job, "gradient_magnitude", "add_square", _elementwise_defines(job.dtype),
-            (n, int(root)), (n,), acc, x)
+            (n, int(first), int(root)), (n,), acc, x)
 
 
 def sqrt_into(job: Work, acc) -> None:

@@ -106,17 +106,17 @@ def _sum_of(job: Job, derivatives, squared=False):
     src = job.source()
     total = job.result()
     derivatives[0](job, src, total)
-    if squared:
-        _engine.square(job, total)
     if len(derivatives) > 1:
         part, spare = job.empty(), job.empty()
         for i, d in enumerate(derivatives[1:], 2):
             d(job, src, part, spare)
-            if squared:  # (with the root after the last)
-                _engine.add_square(job, total, part, root=i == len(derivatives))
+            if squared:  # (the first derivative squared with the second, the root after the
+                # last)
+                _engine.add_square(job, total, part, root=i == len(derivatives), first=i == 2)
             else:
                 _engine.add_into(job, total, part)
-    if squared and len(derivatives) == 1:
+    elif squared:
+        _engine.square(job, total)
         _engine.sqrt_into(job, total)
     return job.finish(total)
 
