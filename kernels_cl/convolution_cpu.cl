@@ -25,9 +25,13 @@
  * The first and last runs of a row, and constant-mode rows outside the image, copy the folded
  * source span of each mask row into a private buffer and run the taps on that.
  *
+ * NONTEMPORAL=1 (images larger than the caches hold): whole vectors are stored past the caches
+ * (clang's nontemporal stores, where the address lies on a whole vector), so that a store does
+ * not first read the line it fills and the stored image does not evict the one being read.
+ *
  * Defines: VW (vector width, default 16), NVEC (vectors per run, default 1), ROWS (default 4),
  * NACC (accumulators, default 2), MAX_UNROLL (taps of a 2-D mask unrolled, default 256),
- * MAX_UNROLL_1D (taps of a single row or column unrolled, default 32).
+ * MAX_UNROLL_1D (taps of a single row or column unrolled, default 32), NONTEMPORAL.
  */
 #ifndef VW
 #define VW 16
@@ -66,6 +70,18 @@
 #define outv CLK_VEC(OUT_T, VW)
 #define LOADV(p) CLK_CONVERT(accv)(CLK_VLOAD(VW)(0, (p)))
 #define STOREV CLK_VSTORE(VW)
+/* A whole vector v of type T at p (see NONTEMPORAL) */
+#if NONTEMPORAL && defined(__clang__)
+#define STORE_WHOLE(v, p, T)                                                              \
+    do {                                                                                  \
+        if ((size_t)(p) % sizeof(T) == 0)                                                 \
+            __builtin_nontemporal_store((v), (__global T*)(p));                           \
+        else                                                                              \
+            STOREV((v), 0, (p));                                                          \
+    } while (0)
+#else
+#define STORE_WHOLE(v, p, T) STOREV((v), 0, (p))
+#endif
 
 /* How a tap's shifted window is formed from the aligned blocks (CPU_PERMUTE):
  *   1  a register permute; clang's builtin, which takes the constant lanes this needs (default
@@ -202,9 +218,9 @@ CLK_INLINE void store_run(__global ACC_T* tmp, __global OUT_T* out, const size_t
         if (n < RUN)
             STOREV(sum, 0, part + v * VW);
         else if (to_tmp)
-            STOREV(sum, 0, tmp + at + v * VW);
+            STORE_WHOLE(sum, tmp + at + v * VW, accv);
         else
-            STOREV(CLK_CONVERT(outv)(sum), 0, out + at + v * VW);
+            STORE_WHOLE(CLK_CONVERT(outv)(sum), out + at + v * VW, outv);
     }
     if (n < RUN)
         for (int i = 0; i < n; ++i) {

@@ -48,6 +48,19 @@ def constant_bytes(device) -> int:
     return device.cl_device.max_constant_buffer_size
 
 
+#: Results of more bytes than this are stored past the caches on CPUs (convolution_cpu.cl's
+#: NONTEMPORAL); None: half the device's global memory cache (its last level), beyond which
+#: the stored image and the one being read no longer share it.
+NONTEMPORAL_FROM = None
+
+
+def nontemporal_from(device) -> int:
+    """The result size in bytes above which the CPU variant stores past the caches."""
+    if NONTEMPORAL_FROM is not None:
+        return NONTEMPORAL_FROM
+    return device.cl_device.global_mem_cache_size // 2
+
+
 MAX_FILTERS = 256
 # Filters made for the arguments of recent calls (no device state: checked arguments, masks)
 _made = Memo(MAX_FILTERS)
@@ -243,6 +256,9 @@ class Filter(Operation):
         if shape.defines.get("VEC4") or "ROW_SX" in shape.defines:
             # the kernels' vectors of rows, as the image's rows lie (see convolution.h)
             defines["ROW_ALIGNED"] = int(self.shape[1] * self.channels % 4 == 0)
+        if shape.variant == "cpu" and device.type == "cpu" and \
+                math.prod(self.shape) * self.dtype.itemsize > nontemporal_from(device):
+            defines["NONTEMPORAL"] = 1
         defines.update(self._zero_tap_defines(device))
         if self.bake_weights and shape.variant != "cpu" and "MASK_SPACE" not in defines:
             defines.update(self._weight_defines(acc, two_pass))

@@ -428,6 +428,39 @@ def test_each_kernel_takes_one_local_size_whatever_the_width(device, rng, monkey
     assert sizes and all(len(s) == 1 for s in sizes.values()), sizes
 
 
+@pytest.mark.parametrize("shape", [(37, 45), (24, 64, 3)], ids=["odd-width", "aligned-rgb"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_stores_past_the_caches_equal_scipy(device, rng, monkeypatch, shape, dtype):
+    """The CPU variant's nontemporal stores (results larger than the caches; here every
+    result), into rows that start on whole vectors or not, and into an out= that does not
+    start on one: both passes of a separable mask, and the direct kernel."""
+    from clkit._build import tiers as _tiers
+    from clkit._engine import filter as _filter
+    if dtype == np.float64:
+        need_fp64(device)
+    monkeypatch.setattr(_filter, "NONTEMPORAL_FROM", 0)
+    drop_held()
+    image = random_image(rng, shape, dtype)
+    with _tiers.tier("specialised"):
+        for mask in (np.outer(rng.random(5), rng.random(7)), rng.standard_normal((3, 3))):
+            check_convolve(ck.convolve(image, mask, device=device), image, mask)
+            raw = np.empty(image.size + 1, dtype)
+            out = raw[1:].reshape(shape)  # one element past an aligned start
+            assert ck.convolve(image, mask, out=out, device=device) is out
+            check_convolve(out, image, mask)
+    drop_held()
+
+
+def test_large_image_equals_scipy(device, rng):
+    """An image larger than half the last cache of a CPU (its results stored past the caches
+    there): the same sums as a small one."""
+    from clkit._build import tiers as _tiers
+    image = random_image(rng, sized(device, (40, 64), (2160, 2112)), np.float32)
+    mask = np.outer(rng.random(5), rng.random(5))
+    with _tiers.tier("specialised"):
+        check_convolve(ck.convolve(image, mask, device=device), image, mask)
+
+
 # -- convolve: out= and device arrays -------------------------------------------------------------
 
 def test_convolve_out_numpy(device, rng):
