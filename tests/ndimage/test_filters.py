@@ -522,6 +522,9 @@ def test_box_ranks_from_sorted_columns(device, dtype, ndim, monkeypatch):
     neighbouring elements (GPUs take it; here every device does, in specialised builds
     whatever the array's size), with 2, 4 and 8 elements per work-item, every mode."""
     fp64_or_skip(device, dtype)
+    if device.short_platform == "intel" and dtype.kind in "iu" and dtype.itemsize >= 4:
+        pytest.skip("Intel's OpenCL CPU compiler crashes building this kernel for 4- and "
+                    "8-byte integers (CPUs take rank_nd_vector instead)")
     monkeypatch.setattr(passes, "COLUMNS_ON_CPUS", True)
     monkeypatch.setattr(passes, "SPECIALISE_FROM", 1)
     x = data(dtype, BOX_SHAPES[ndim], seed=ndim)
