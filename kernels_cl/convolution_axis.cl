@@ -79,16 +79,28 @@
 /* The VW sums of `v` stored from element `out` on: as one vector where the conversion to
  * DST_T has a vector form that gives clk_store's values (floats rounded, and clk_cvt_int's
  * truncation for the types of OUT_KIND 2), else lane by lane. */
-#if VW > 1 && !DST_HALF && OUT_KIND == 0
-#define STORE_LANES(v, out) CLK_VSTORE(VW)(CLK_CONVERT(CLK_VEC(DST_T, VW))(v), 0, dst + (out));
-#elif VW > 1 && !DST_HALF && OUT_KIND == 2
+#if VW > 1 && !DST_HALF && (OUT_KIND == 0 || OUT_KIND == 2)
+/* The vector of DST_T at any element: clang stores it in one instruction, where PoCL's vstoreN
+ * of 8-bit types stores byte by byte. */
+typedef CLK_VEC(DST_T, VW) __attribute__((aligned(sizeof(DST_T)))) dst_vec;
+#define DST_VEC(out) (*(__global dst_vec *)(dst + (out)))
 #define VINT CLK_VEC(int, VW)
+#endif
+#ifndef IN_RANGE
+#define IN_RANGE 0
+#endif
+#if VW > 1 && !DST_HALF && OUT_KIND == 0
+#define STORE_LANES(v, out) DST_VEC(out) = CLK_CONVERT(CLK_VEC(DST_T, VW))(v);
+#elif VW > 1 && !DST_HALF && OUT_KIND == 2 && IN_RANGE
+/* (IN_RANGE: the host found every sum within int's range, as clk_cvt_int tests) */
+#define STORE_LANES(v, out) DST_VEC(out) = CLK_CONVERT(CLK_VEC(DST_T, VW))(CLK_CONVERT(VINT)(v));
+#elif VW > 1 && !DST_HALF && OUT_KIND == 2
 #define STORE_LANES(v, out)                                                               \
     {                                                                                     \
         const VINT in_ = CLK_CONVERT(VINT)((v) >= (ACC_T)-2147483648.0 &&                 \
                                            (v) < (ACC_T)2147483648.0);                    \
         const VINT t_ = select((VINT)INT_MIN, CLK_CONVERT(VINT)(v), in_);                 \
-        CLK_VSTORE(VW)(CLK_CONVERT(CLK_VEC(DST_T, VW))(t_), 0, dst + (out));              \
+        DST_VEC(out) = CLK_CONVERT(CLK_VEC(DST_T, VW))(t_);                               \
     }
 #else
 #define STORE_LANES(v, out)                                                               \
@@ -137,6 +149,7 @@
     if (x0 + VW <= inner && i0 - shift >= 0 && i0 + RPI - 1 - shift + taps <= len) {      \
         __global const SRC_T *p = src + line + x0 + (long)(i0 - shift) * inner;           \
         VACC span[RPI + TAPS - 1];                                                        \
+        _Pragma("unroll")                                                                 \
         for (int j = 0; j < RPI + TAPS - 1; j++)                                          \
             span[j] = VLOAD(p, (long)j * inner);                                          \
         _Pragma("unroll")                                                                 \

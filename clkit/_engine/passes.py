@@ -207,6 +207,19 @@ def _window(job: Work, defines: dict, **window) -> tuple:
     return tuple(window.values()) + (border,)
 
 
+def _in_int_range(src_dtype: np.dtype, weight: float, cval: float, border: str) -> bool:
+    """Whether no sum of a pass over integers of ``src_dtype`` (or cval in constant mode)
+    with weights of ``weight`` in magnitude altogether reaches 2**30: then its conversion to
+    an integer result needs no test of int's range (convolution_axis.cl's IN_RANGE)."""
+    if src_dtype.kind not in "biu" or not math.isfinite(cval):
+        return False
+    info = np.iinfo(np.uint8 if src_dtype.kind == "b" else src_dtype)
+    largest = max(abs(int(info.min)), int(info.max))
+    if border == "BORDER_CONSTANT":
+        largest = max(largest, abs(cval))
+    return largest * weight < 2.0 ** 30
+
+
 def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: int,
                    border: str, cval: float) -> None:
     """``dst`` = scipy.ndimage.correlate1d(src, weights, axis, origin) (weights float64)."""
@@ -215,6 +228,9 @@ def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: 
     length, inner, gsize = _axis_geometry(job, axis, defines, weights.size)
     window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
                      symmetric=symmetry(weights), border=border)
+    if "GENERIC" not in defines and _in_int_range(_dtype_of(src), np.abs(weights).sum(), cval,
+                                                  border):
+        defines["IN_RANGE"] = 1
     w = _constant(job, weights.astype(acc))
     _launch(job, "convolution_axis", "correlate_axis", defines,
             (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
@@ -229,6 +245,8 @@ def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: st
     defines["MEAN"] = 1
     window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
                      border=border)
+    if "GENERIC" not in defines and _in_int_range(_dtype_of(src), 1.0, cval, border):
+        defines["IN_RANGE"] = 1
     w = _constant(job, np.zeros(1, acc))  # (unread)
     _launch(job, "convolution_axis", "correlate_axis", defines,
             (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
