@@ -3,14 +3,16 @@
 Both libraries get an array already on the GPU and give one back; each timing is one call
 and a wait for the device (``queue.finish()`` for clkit, ``deviceSynchronize()`` for CuPy).
 Each round times a burst of calls of each library in turn (after one untimed call, which
-pays for the switch between the two drivers' contexts); the table gives each one's median and clkit's speed-up over cupyx, beside the device time of clkit's
-kernels in one traced call (``kernels_ms``: what the call costs beyond them is host work and
-launch latency). Both libraries' results are checked against scipy.ndimage's before timing
-(exact for integer results, a float32 rounding tolerance otherwise); a case where one of them
-differs is reported and not timed.
+pays for the switch between the two drivers' contexts); the table gives each one's median and
+clkit's speed-up over cupyx, beside the device time of clkit's kernels in one traced call
+(``kernels_ms``: what the call costs beyond them is host work and launch latency). Both
+libraries' results are checked against scipy.ndimage's before timing (exact for integer
+results, a float32 rounding tolerance otherwise); a case where one of them differs is
+reported, and marked in the table.
 
     python benchmarks/ndimage_vs_cupyx.py [--device gpu] [--size 7680x4320] [--rounds 7]
         [--only NAME ...] [--json FILE]
+    python benchmarks/ndimage_vs_cupyx.py --render FILE.json   # writes FILE.md, the table
 """
 
 from __future__ import annotations
@@ -83,10 +85,28 @@ def timed(fn, sync):
     return time.perf_counter() - t
 
 
-def main(argv=None):
-    import cupy
-    import cupyx.scipy.ndimage as cx
+def render(report: dict) -> str:
+    """The markdown table of a ``--json`` report."""
+    w, h = report["size"]
+    lines = [f"{report['device']} against cupyx.scipy.ndimage {report['cupy']}, {w}x{h} "
+             f"device arrays, medians of {report['rounds']} rounds.", "",
+             "| filter | clkit ms | clkit's kernels ms | cupyx ms | clkit vs cupyx |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    notes = []
+    for row in report["rows"]:
+        mark = ""
+        if "differs_from_scipy" in row:
+            mark = f" ({chr(ord('a') + len(notes))})"
+            why = "; ".join(f"{k} {v}" for k, v in row["differs_from_scipy"].items())
+            notes.append(f"{mark.strip()} {why} from scipy.ndimage.")
+        if "clkit_ms" in row:
+            lines.append(f"| {row['filter']}{mark} | {row['clkit_ms']:.3f} | "
+                         f"{row['kernels_ms']:.3f} | {row['cupyx_ms']:.3f} | "
+                         f"{row['vs_cupyx']:.2f}x |")
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="gpu")
     p.add_argument("--size", default="7680x4320")
@@ -95,7 +115,18 @@ def main(argv=None):
                    help="calls timed in a row per library and round, after one untimed")
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--render", metavar="JSON", default=None,
+                   help="write the table of a kept report beside it (.md) and stop")
     args = p.parse_args(argv)
+    if args.render:
+        with open(args.render) as f:
+            table = render(json.load(f))
+        with open(args.render.rsplit(".", 1)[0] + ".md", "w") as f:
+            f.write(table)
+        return
+    import cupy
+    import cupyx.scipy.ndimage as cx
+
     w, h = (int(v) for v in args.size.lower().split("x"))
     dev = clkit.select(args.device)
     queue = clkit.runtime(dev).queue
@@ -113,8 +144,6 @@ def main(argv=None):
             ("cupyx", differs(cupy.asnumpy(call(cx, dx, cupy.asarray)), expected))) if why}
         if wrong:
             print(f"{name}: " + "; ".join(f"{k} {v}" for k, v in wrong.items()), flush=True)
-            rows.append({"filter": name, "differs_from_scipy": wrong})
-            continue
         variants = {"clkit": (lambda: call(cn, d, np.asarray), queue.finish),
                     "cupyx": (lambda: call(cx, dx, cupy.asarray),
                               cupy.cuda.runtime.deviceSynchronize)}
@@ -135,6 +164,8 @@ def main(argv=None):
                "kernels_ms": round(kernels, 3),
                "cupyx_ms": round(med["cupyx"], 3),
                "vs_cupyx": round(med["cupyx"] / med["clkit"], 2)}
+        if wrong:
+            row["differs_from_scipy"] = wrong
         rows.append(row)
         print(" | ".join(f"{k} {v}" for k, v in row.items()), flush=True)
     if args.json:
