@@ -249,17 +249,22 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
     const int inside_x = e0 >= BLK_L * VW && e0 + (NVEC + BLK_R) * VW <= rowlen;
 
     for (int r = r0; r < r1; ++r) {
-        accv acc[NACC][NVEC];
-        zero_acc(acc);
         int direct = inside_x;
 #if BORDER == BORDER_CONSTANT
         if (by_rowmap)
             for (int t = 0; t < kh; ++t)
                 direct = direct && rowmap[r + t] >= 0;
 #endif
+        /* (each path its own accumulators: the span's index them at run time, which would
+         * keep the direct path's in memory too) */
         if (direct) {
+            accv acc[NACC][NVEC];
+            zero_acc(acc);
             taps_direct(acc, src, rowmap, by_rowmap, r, e0, rowlen, mask, kh);
+            store_run(tmp, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, !by_rowmap);
         } else {
+            accv acc[NACC][NVEC];
+            zero_acc(acc);
             for (int t = 0; t < kh; ++t) {
                 const int srow = by_rowmap ? rowmap[r + t] : r;
                 ACC_T span[SPAN];
@@ -270,8 +275,8 @@ CLK_INLINE void cpu_correlate(__global const SRC_T* src,
                 taps_span(acc, span, mask, t * KW, KW, by_rowmap ? MASK_2D : MASK_ROW,
                           kh * KW <= UNROLL_LIMIT(kh) ? t * KW : 0);
             }
+            store_run(tmp, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, !by_rowmap);
         }
-        store_run(tmp, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, !by_rowmap);
     }
 }
 
@@ -321,14 +326,14 @@ __kernel CPU_KERNEL_HINT void convolve_cols(__global const ACC_T* restrict tmp,
     const int whole = e0 + RUN <= rowlen;
 
     for (int r = r0; r < r1; ++r) {
-        accv acc[NACC][NVEC];
-        zero_acc(acc);
         int direct = whole;
 #if BORDER == BORDER_CONSTANT
         for (int t = 0; t < KH; ++t)
             direct = direct && rowmap[r + t] >= 0;
 #endif
-        if (direct) {
+        if (direct) {  /* (each path its own accumulators, as in cpu_correlate) */
+            accv acc[NACC][NVEC];
+            zero_acc(acc);
             __global const ACC_T* col = tmp + e0;
             int t = 0;
             UNROLL_COLS
@@ -347,7 +352,10 @@ __kernel CPU_KERNEL_HINT void convolve_cols(__global const ACC_T* restrict tmp,
                     IF_TAP_USED(MASK_COL, mask, t + j)
                     acc[j][v] += mask[t + j] *
                         LOADV(col + (size_t)rowmap[r + t + j] * (size_t)rowlen + v * VW);
+            store_run(0, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, 0);
         } else {
+            accv acc[NACC][NVEC];
+            zero_acc(acc);
             for (int t = 0; t < KH; ++t) {
                 const int srow = rowmap[r + t];
                 ACC_T span[RUN];
@@ -357,8 +365,8 @@ __kernel CPU_KERNEL_HINT void convolve_cols(__global const ACC_T* restrict tmp,
                             : (ACC_T)0;
                 taps_span(acc, span, mask, t, 1, MASK_COL, t);
             }
+            store_run(0, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, 0);
         }
-        store_run(0, dst, (size_t)r * (size_t)rowlen + e0, acc, rowlen - e0, 0);
     }
 }
 #endif /* WITH_SEPARABLE */
