@@ -46,14 +46,23 @@ CLK_INLINE RAW_T tap_folded(__global const SRC_T *src, const int *c, __constant 
 #define CE(a, b) { RAW_T lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
 
 #if defined(NETWORK) && VW > 1
-/* The network on the work-item's elements x0 .. x0 + VW - 1 of line `row` one by one, any of
- * whose footprints may reach beyond the array. */
-CLK_INLINE void network_each(__global const SRC_T *src, __global DST_T *dst,
-                             __constant int *offs, __constant long *flat,
-                             __constant int *shape, __constant int *lo, __constant int *hi,
-                             RAW_T cval, int border, int *c, long row, int x0, bool rows_inside)
+/* The index of the first of the work-item's VW neighbouring elements along the last axis,
+ * where all of their footprints lie inside the array; -1 where it has no elements, or where
+ * it has, after running the network on them one by one. */
+CLK_INLINE long elements_inside(__global const SRC_T *src, __global DST_T *dst,
+                                __constant int *offs, __constant long *flat,
+                                __constant int *shape, __constant int *lo,
+                                __constant int *hi, RAW_T cval, int border)
 {
     const int width = shape[NDIM - 1];
+    const int x0 = get_global_id(0) * VW;
+    if (x0 >= width)
+        return -1;
+    int c[NDIM];
+    const long row = (long)get_global_id(1) * width;
+    const bool rows_inside = clk_line_coords(shape, lo, hi, c);
+    if (rows_inside && x0 >= lo[NDIM - 1] && x0 + VW <= width - hi[NDIM - 1])
+        return row + x0;
     for (int x = x0; x < min(x0 + VW, width); x++) {
         c[NDIM - 1] = x;
         const long g = row + x;
@@ -65,14 +74,13 @@ CLK_INLINE void network_each(__global const SRC_T *src, __global DST_T *dst,
         NETWORK
         clk_store(dst, g, CLK_CONVERT(ACC_T)(v[RANK]));
     }
+    return -1;
 }
-#endif
 
-#if defined(NETWORK) && VW > 1 && !defined(COLUMN_SELECT)
+#ifndef COLUMN_SELECT
 /* The sorting network on VW neighbouring elements along the last axis at once, as vectors
- * (CPUs): where all VW footprints lie inside the array, tap t of the VW elements is one
- * vector load at g + flat[t], and each compare-exchange is one vector min and max. The
- * work-item's elements elsewhere go through the scalar network one by one. */
+ * (CPUs): tap t of the VW elements is one vector load at g + flat[t], and each
+ * compare-exchange is one vector min and max. */
 #if SRC_HALF
 #define VRAW CLK_VEC(float, VW)
 #define VLOAD_RAW(p, off) CLK_CAT(vload_half, VW)(0, (p) + (off))
@@ -86,35 +94,24 @@ __kernel void rank_nd_vector(__global const SRC_T *src, __global DST_T *dst,
                              __constant int *shape, __constant int *lo, __constant int *hi,
                              RAW_T cval, int ntaps_, int rank_, int border)
 {
-    const int width = shape[NDIM - 1];
-    const int x0 = get_global_id(0) * VW;
-    if (x0 >= width)
+    const long g = elements_inside(src, dst, offs, flat, shape, lo, hi, cval, border);
+    if (g < 0)
         return;
-    int c[NDIM];
-    const long row = (long)get_global_id(1) * width;
-    const bool rows_inside = clk_line_coords(shape, lo, hi, c);
-    if (rows_inside && x0 >= lo[NDIM - 1] && x0 + VW <= width - hi[NDIM - 1]) {
-        const long g = row + x0;
-        VRAW v[NTAPS];
-        for (int t = 0; t < NTAPS; t++)
-            v[t] = VLOAD_RAW(src, g + flat[t]);
+    VRAW v[NTAPS];
+    for (int t = 0; t < NTAPS; t++)
+        v[t] = VLOAD_RAW(src, g + flat[t]);
 #undef CE
 #define CE(a, b) { VRAW lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
-        NETWORK
+    NETWORK
 #undef CE
 #define CE(a, b) { RAW_T lo_ = min(v[a], v[b]); v[b] = max(v[a], v[b]); v[a] = lo_; }
-        RAW_T lanes[VW];
-        CLK_VSTORE(VW)(v[RANK], 0, lanes);
-        for (int l = 0; l < VW; l++)
-            clk_store(dst, g + l, CLK_CONVERT(ACC_T)(lanes[l]));
-        return;
-    }
-    network_each(src, dst, offs, flat, shape, lo, hi, cval, border, c, row, x0, rows_inside);
+    RAW_T lanes[VW];
+    CLK_VSTORE(VW)(v[RANK], 0, lanes);
+    for (int l = 0; l < VW; l++)
+        clk_store(dst, g + l, CLK_CONVERT(ACC_T)(lanes[l]));
 }
-#endif
 
-
-#ifdef COLUMN_SELECT
+#else
 /* A box footprint of KW columns (its taps of one offset along the last axis) of COLUMN taps:
  * the work-item's VW elements share VW + KW - 1 columns, which are read and sorted once
  * (COLUMN_SORT: CS(a,b) within a column), and each element selects its rank from its KW
@@ -127,18 +124,9 @@ __kernel void rank_nd_columns(__global const SRC_T *src, __global DST_T *dst,
                               __constant int *shape, __constant int *lo, __constant int *hi,
                               RAW_T cval, int ntaps_, int rank_, int border)
 {
-    const int width = shape[NDIM - 1];
-    const int x0 = get_global_id(0) * VW;
-    if (x0 >= width)
+    const long g = elements_inside(src, dst, offs, flat, shape, lo, hi, cval, border);
+    if (g < 0)
         return;
-    int c[NDIM];
-    const long row = (long)get_global_id(1) * width;
-    const bool rows_inside = clk_line_coords(shape, lo, hi, c);
-    if (!(rows_inside && x0 >= lo[NDIM - 1] && x0 + VW <= width - hi[NDIM - 1])) {
-        network_each(src, dst, offs, flat, shape, lo, hi, cval, border, c, row, x0,
-                     rows_inside);
-        return;
-    }
     RAW_T col[VW + KW - 1][COLUMN];
 #define CS(a, b) { RAW_T lo_ = min(col[k][a], col[k][b]); col[k][b] = max(col[k][a], col[k][b]); \
                    col[k][a] = lo_; }
@@ -146,7 +134,7 @@ __kernel void rank_nd_columns(__global const SRC_T *src, __global DST_T *dst,
     for (int k = 0; k < VW + KW - 1; k++) {
 #pragma unroll
         for (int j = 0; j < COLUMN; j++)
-            col[k][j] = LOAD_RAW(src, row + x0 + k + flat[j * KW]);
+            col[k][j] = LOAD_RAW(src, g + k + flat[j * KW]);
         COLUMN_SORT
     }
 #pragma unroll
@@ -158,9 +146,10 @@ __kernel void rank_nd_columns(__global const SRC_T *src, __global DST_T *dst,
             for (int j = 0; j < COLUMN; j++)
                 v[k * COLUMN + j] = col[e + k][j];
         COLUMN_SELECT
-        clk_store(dst, row + x0 + e, CLK_CONVERT(ACC_T)(v[SELECTED]));
+        clk_store(dst, g + e, CLK_CONVERT(ACC_T)(v[SELECTED]));
     }
 }
+#endif
 #endif
 
 __kernel void rank_nd(__global const SRC_T *src, __global DST_T *dst, __constant int *offs,
