@@ -346,7 +346,7 @@ def rank_nd(job: Work, src, dst, footprint: np.ndarray, origins, border: str, cv
     raw = raw_value(cval, job.in_dtype)
     key = ("rank", job.shape, job.in_dtype, _dtype_of(src), _dtype_of(dst), footprint.shape,
            footprint.tobytes(), tuple(origins), border, raw if raw == raw else "nan", rank,
-           COLUMN_ELEMENTS, COLUMNS_ON_CPUS)
+           _specialised(job), COLUMN_ELEMENTS, COLUMNS_ON_CPUS)
     _planned(job, key, lambda: _rank_plan(job, src, dst, footprint, origins, border, cval,
                                           rank), src, dst)
 
