@@ -207,17 +207,20 @@ def _window(job: Work, defines: dict, **window) -> tuple:
     return tuple(window.values()) + (border,)
 
 
-def _in_int_range(src_dtype: np.dtype, weight: float, cval: float, border: str) -> bool:
-    """Whether no sum of a pass over integers of ``src_dtype`` (or cval in constant mode)
-    with weights of ``weight`` in magnitude altogether reaches 2**30: then its conversion to
-    an integer result needs no test of int's range (convolution_axis.cl's IN_RANGE)."""
-    if src_dtype.kind not in "biu" or not math.isfinite(cval):
-        return False
+def _in_int_range(defines: dict, src_dtype: np.dtype, weight: float, cval: float,
+                  border: str) -> None:
+    """Sets IN_RANGE for a specialised pass over integers of ``src_dtype`` (or cval in
+    constant mode) none of whose sums, with weights of ``weight`` in magnitude altogether,
+    reaches 2**30: its conversion to an integer result needs no test of int's range
+    (convolution_axis.cl)."""
+    if "GENERIC" in defines or src_dtype.kind not in "biu" or not math.isfinite(cval):
+        return
     info = np.iinfo(np.uint8 if src_dtype.kind == "b" else src_dtype)
     largest = max(abs(int(info.min)), int(info.max))
     if border == "BORDER_CONSTANT":
         largest = max(largest, abs(cval))
-    return largest * weight < 2.0 ** 30
+    if largest * weight < 2.0 ** 30:
+        defines["IN_RANGE"] = 1
 
 
 def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: int,
@@ -228,9 +231,7 @@ def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: 
     length, inner, gsize = _axis_geometry(job, axis, defines, weights.size)
     window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
                      symmetric=symmetry(weights), border=border)
-    if "GENERIC" not in defines and _in_int_range(_dtype_of(src), np.abs(weights).sum(), cval,
-                                                  border):
-        defines["IN_RANGE"] = 1
+    _in_int_range(defines, _dtype_of(src), np.abs(weights).sum(), cval, border)
     w = _constant(job, weights.astype(acc))
     _launch(job, "convolution_axis", "correlate_axis", defines,
             (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
@@ -245,8 +246,7 @@ def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: st
     defines["MEAN"] = 1
     window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
                      border=border)
-    if "GENERIC" not in defines and _in_int_range(_dtype_of(src), 1.0, cval, border):
-        defines["IN_RANGE"] = 1
+    _in_int_range(defines, _dtype_of(src), 1.0, cval, border)
     w = _constant(job, np.zeros(1, acc))  # (unread)
     _launch(job, "convolution_axis", "correlate_axis", defines,
             (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
@@ -613,18 +613,13 @@ def raw_value(value: float, dtype) -> int | float:
     (float32 for float16 data, the byte for bool), exact for every 64-bit integer. A Python
     number, as the launches' short path takes them."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return float((np.float16 if dtype == np.float16 else dtype.type)(value))
-    return c_int(value, dtype)
+    return float(dtype.type(value)) if dtype.kind == "f" else c_int(value, dtype)
 
 
 def c_cast(value: float, dtype) -> float:
     """``value`` converted to ``dtype`` as scipy's C cast from double does on x86-64 (the
     kernels' clk_store does the same), as a float (see :func:`c_int` for integer types)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return float(dtype.type(value))
-    return float(c_int(value, dtype))
+    return float(raw_value(value, dtype))
 
 
 def c_int(value: float, dtype) -> int:
