@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from .build import cache_dir
@@ -97,6 +98,11 @@ def close(wait: bool = True) -> None:
     for an idle one to end: its pipe closed, it ends by itself.  (At idle priority on a busy
     machine that can take seconds, which a dask nanny closing its worker does not wait for:
     it kills the worker after 4.)"""
+    process = _state["process"]
+    if process is not None and not wait:
+        # Python warns of a child still running when its Popen goes; this one is left on purpose
+        warnings.filterwarnings("ignore", f"subprocess {process.pid} is still running",
+                                ResourceWarning)
     if not _lock.acquire(blocking=wait):
         return
     try:
@@ -171,13 +177,12 @@ def _stop(process, wait: bool = True) -> None:
         process.stdin.close()
     except OSError:
         pass
-    if not wait:
-        return
-    try:
-        process.wait(5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    if wait:
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
     process.stdout.close()
 
 
