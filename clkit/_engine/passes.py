@@ -393,7 +393,8 @@ def _rank_plan(job: Work, src, dst, footprint: np.ndarray, origins, border: str,
         return ("rank_filter", "rank_nd_columns", defines, args,
                 (-(-width // COLUMN_ELEMENTS), rows))
     if "NETWORK" in defines and cpu and vw >= 4:
-        defines["VW"] = vw
+        defines.update(VW=vw, SAME=int(src_dtype == _dtype_of(dst) and src_dtype not in (
+            np.float16, np.int64, np.uint64)))
         return "rank_filter", "rank_nd_vector", defines, args, (-(-width // vw), rows)
     return "rank_filter", "rank_nd", defines, args, (width, rows)
 
