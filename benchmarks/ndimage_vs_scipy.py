@@ -1,15 +1,18 @@
 """clkit.ndimage against scipy.ndimage and OpenCV, numpy in and numpy out, interleaved.
 
-Each round times every implementation of a filter once, in turn, so that load from other
-processes falls on all of them alike (scipy calls of more than SCIPY_ONCE_S seconds, the
-large medians, are timed once); the table gives each one's median over the rounds and
-the speed-ups of clkit (numpy in and out, and on device arrays) over scipy and OpenCV.
+Each round times every implementation of every filter once, in turn, so that load from other
+processes falls on all of them alike, and a burst of it (seconds on a shared machine) on one
+round of many filters rather than on every round of one (scipy calls of more than
+SCIPY_ONCE_S seconds, the large medians, are timed once); the table gives each one's median
+over the rounds and the speed-ups of clkit (numpy in and out, and on device arrays) over scipy
+and OpenCV.
 Results are checked against scipy's before timing, and the kernels that the first calls
 queued for the background builds (clkit's specialised tier) are built before it: the figures
 are those of a warm process.
 
     python benchmarks/ndimage_vs_scipy.py [--device SPEC] [--size 3840x2160] [--rounds 7]
         [--only NAME ...] [--json FILE]
+    python benchmarks/ndimage_vs_scipy.py --render FILE.json   # writes FILE.md, the table
 
 On a GPU, ``benchmarks/ndimage_vs_cupyx.py`` compares the device-array calls with
 cupyx.scipy.ndimage.
@@ -83,6 +86,23 @@ def timed(fn, sync=None):
     return time.perf_counter() - t
 
 
+def _ms(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def render(report: dict) -> str:
+    """The markdown table of a ``--json`` report."""
+    w, h = report["size"]
+    lines = [f"| filter ({w}x{h}) | scipy ms | clkit ms, numpy in and out | "
+             "clkit ms, device arrays | vs scipy | OpenCV ms | vs OpenCV |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in report["rows"]:
+        cv = (f"{_ms(row['cv2_ms'])} | {row['vs_cv2']:.2f}x" if "cv2_ms" in row else " | ")
+        lines.append(f"| {row['filter']} | {_ms(row['scipy_ms'])} | {_ms(row['clkit_ms'])} | "
+                     f"{_ms(row['clkit_device_ms'])} | {row['vs_scipy']:.1f}x | {cv} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None)
@@ -90,12 +110,20 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--render", metavar="JSON", default=None,
+                   help="write the table of a kept report beside it (.md) and stop")
     args = p.parse_args(argv)
+    if args.render:
+        with open(args.render) as f:
+            table = render(json.load(f))
+        with open(args.render.rsplit(".", 1)[0] + ".md", "w") as f:
+            f.write(table)
+        return
     w, h = (int(v) for v in args.size.lower().split("x"))
     dev = clkit.select(args.device)
     rt = clkit.runtime(dev)
     print(f"clkit.ndimage on {dev}, {w}x{h}, median of {args.rounds} interleaved rounds")
-    rows = []
+    filters = []  # (name, variants, times)
     for name, x, call, cv_call in cases(h, w, np.random.default_rng(7)):
         if args.only and not any(o in name for o in args.only):
             continue
@@ -107,20 +135,25 @@ def main(argv=None):
         assert np.allclose(got, expected, atol=tol, rtol=tol), name
         d = clkit.to_device(x, device=dev)
         call(_On(None), d)
-        _tiers.wait_idle()
-        variants = {"scipy": (lambda: call(sn, x), None),
-                    "clkit": (lambda: call(_On(dev), x), None),
-                    "clkit_device": (lambda: call(_On(None), d), rt.queue.finish)}
+        variants = {"scipy": (lambda call=call, x=x: call(sn, x), None),
+                    "clkit": (lambda call=call, x=x: call(_On(dev), x), None),
+                    "clkit_device": (lambda call=call, d=d: call(_On(None), d),
+                                     rt.queue.finish)}
         if cv_call:
             cv_call(x)
-            variants["cv2"] = (lambda: cv_call(x), None)
+            variants["cv2"] = (lambda cv_call=cv_call, x=x: cv_call(x), None)
         times = {k: [] for k in variants}
         if scipy_once > SCIPY_ONCE_S:  # (large medians: scipy's checking call is its time)
             del variants["scipy"]
             times["scipy"] = [scipy_once]
-        for _ in range(args.rounds):
+        filters.append((name, variants, times))
+    _tiers.wait_idle()
+    for _ in range(args.rounds):
+        for name, variants, times in filters:
             for k, (fn, sync) in variants.items():
                 times[k].append(timed(fn, sync))
+    rows = []
+    for name, variants, times in filters:
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         row = {"filter": name, **{f"{k}_ms": round(v, 2) for k, v in med.items()},
                "vs_scipy": round(med["scipy"] / med["clkit"], 1)}
