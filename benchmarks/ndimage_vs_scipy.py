@@ -87,7 +87,7 @@ def timed(fn, sync=None):
 
 
 def _ms(v: float) -> str:
-    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
 def render(report: dict) -> str:
