@@ -28,6 +28,8 @@ import scipy.ndimage as sn
 import clkit
 from clkit import ndimage as cn
 
+from kept import write_table
+
 
 def cases(h, w, rng):
     f32 = rng.random((h, w), dtype=np.float32)
@@ -119,10 +121,7 @@ def main(argv=None):
                    help="write the table of a kept report beside it (.md) and stop")
     args = p.parse_args(argv)
     if args.render:
-        with open(args.render) as f:
-            table = render(json.load(f))
-        with open(args.render.rsplit(".", 1)[0] + ".md", "w") as f:
-            f.write(table)
+        write_table(args.render, render)
         return
     import cupy
     import cupyx.scipy.ndimage as cx

@@ -32,6 +32,8 @@ import clkit
 from clkit import ndimage as cn
 from clkit._build import tiers as _tiers
 
+from kept import write_table
+
 try:
     import cv2
 except ImportError:  # OpenCV is optional
@@ -114,10 +116,7 @@ def main(argv=None):
                    help="write the table of a kept report beside it (.md) and stop")
     args = p.parse_args(argv)
     if args.render:
-        with open(args.render) as f:
-            table = render(json.load(f))
-        with open(args.render.rsplit(".", 1)[0] + ".md", "w") as f:
-            f.write(table)
+        write_table(args.render, render)
         return
     w, h = (int(v) for v in args.size.lower().split("x"))
     dev = clkit.select(args.device)
