@@ -51,6 +51,7 @@
 #define VCMP CMP_T
 #define VLOAD_CMP(p, off) LOAD_CMP((p), (off))
 #define VSTORE_CMP(v, i, p) ((p)[i] = (v))
+#define VSTORE_LANES(v, p) ((p)[0] = (v))
 #define PICK(best, v) (BETTER(v, best) ? (v) : (best))
 #else
 #define VCMP CLK_VEC(CMP_T, VW)
@@ -66,6 +67,7 @@
  * types stores byte by byte (a 3x3 minimum of uint8 took twice as long). */
 typedef CLK_VEC(CMP_T, VW) __attribute__((aligned(sizeof(CMP_T)))) cmp_vec;
 #define VSTORE_CMP(v, i, p) (*(__global cmp_vec *)((p) + (i)) = (v))
+#define VSTORE_LANES(v, p) CLK_VSTORE(VW)((v), 0, (p))
 #define PICK(best, v) select(best, v, BETTER(v, best))
 #endif
 
@@ -96,7 +98,7 @@ CLK_INLINE VCMP vtap_cmp(__global const SRC_T *src, long base, int j, int len, l
 #define VSTORE_OUT(i, v)                                                                  \
     {                                                                                     \
         CMP_T lanes_[VW];                                                                 \
-        CLK_VSTORE(VW)((v), 0, lanes_);                                                   \
+        VSTORE_LANES((v), lanes_);                                                        \
         for (int l_ = 0; l_ < VW; l_++)                                                   \
             STORE_CMP((i) + l_, lanes_[l_]);                                              \
     }
