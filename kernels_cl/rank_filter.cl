@@ -90,8 +90,8 @@ CLK_INLINE long elements_inside(__global const SRC_T *src, __global DST_T *dst,
 #endif
 /* SAME=1 (the output's type is the input's, which converting through double keeps: not
  * float16 nor 64-bit integers): the rank's vector is stored as it is, through a pointer to a
- * vector aligned like its elements, one instruction, where converting lane by lane took most
- * of a 3x3 median's time (and PoCL's vstoreN of 8-bit types stores byte by byte). */
+ * vector aligned like its elements, in one instruction instead of VW conversions and stores
+ * (PoCL's vstoreN of 8-bit types would store byte by byte). */
 #if SAME
 typedef VRAW __attribute__((aligned(sizeof(SRC_T)))) raw_vec;
 #endif

@@ -20,11 +20,11 @@ from ._support import (check_axes, check_axis, check_cval, check_origin, footpri
 RANK_DIFFERENCES = """
     Differences from scipy.ndimage: complex data raises TypeError, as in scipy; float16
     data is accepted (scipy refuses it for most shapes); with NaNs in a window the
-    selected value may differ from scipy's, and so may the sign of a zero where 0.0 and -0.0
-    tie; 1-D rank, median and percentile filters work
-    as scipy's do for arrays of more dimensions (scipy 1.17's separate 1-D routine takes a
-    footprint as a window of its length and, for integer data, compares in int64 with
-    cval converted to int64); ``device=`` chooses the OpenCL device."""
+    selected value may differ from scipy's, and so may the sign of a zero where 0.0 and
+    -0.0 tie; 1-D rank, median and percentile filters work as scipy's do for arrays of more
+    dimensions (scipy 1.17's separate 1-D routine takes a footprint as a window of its
+    length and, for integer data, compares in int64 with cval converted to int64);
+    ``device=`` chooses the OpenCL device."""
 
 
 def ranked(f):
