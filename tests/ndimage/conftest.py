@@ -16,6 +16,8 @@ SCIPY_MARKERS = [
     "xslow: a very slow scipy test",
     "fail_slow: scipy's time limit for a test",
     "timeout: scipy's time limit for a test",
+    "uses_xp_capabilities(*args, **kwargs): scipy's record of the array API backends a test "
+    "covers (scipy 1.18)",
 ]
 
 
