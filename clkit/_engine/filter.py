@@ -25,7 +25,7 @@ from .checks import (check_dtype, check_ndim, check_number, host_array, is_devic
 from .conv_kernels import UNOPTIMISED, Generic, Specialised, fused, geometry, tmp_pitch
 from .operation import CL_TYPES, Operation, program
 from .stencil import (MAX_MASK_SIZE, MODES, NUMBERS, band_rows, correlation_mask,
-                      gaussian_taps)
+                      gaussian_taps, weights_as)
 
 #: The most taps of a mask whose used taps are listed in a build define (two characters a tap)
 #: when it has taps of weight 0.  The list pays only where the tap loops are unrolled, for
@@ -300,7 +300,7 @@ class Filter(Operation):
         masks = {"ROW_WEIGHTS": self.factors[1], "COL_WEIGHTS": self.factors[0]} if two_pass \
             else {"WEIGHTS_2D": self.corr}
         suffix = "f" if acc == np.float32 else ""
-        return {name: ",".join(float(v).hex() + suffix for v in m.astype(acc).ravel())
+        return {name: ",".join(float(v).hex() + suffix for v in weights_as(m, acc).ravel())
                 for name, m in masks.items() if m.size <= MAX_BAKED_TAPS}
 
     def taps(self, device) -> int:
@@ -346,20 +346,20 @@ class Filter(Operation):
         # (and skips an argument the kernel still holds)
         cval = float(acc(self.cval))
         if not self.two_pass(rt.device):
-            direct = passes.direct(self, rt, rowmap, constant(self.corr.astype(acc_dtype)),
+            direct = passes.direct(self, rt, rowmap, constant(weights_as(self.corr, acc_dtype)),
                                    out_rows, cval)
 
             def launch(queue, srcs, dst):
                 direct(queue, srcs[0], dst)
             return launch
-        col, row = (constant(f.astype(acc_dtype)) for f in self.factors)
+        col, row = (constant(weights_as(f, acc_dtype)) for f in self.factors)
         n_src = rows.size
         tmp_bytes = n_src * tmp_pitch(self.shape[1] * self.channels) * acc_dtype.itemsize
         # A row outside the image is all cval, which the row pass would have made the sum of
         # row[j] * cval: summed tap by tap, so that an infinite cval gives NaN, as scipy's
         # taps do, where the row's weights have both signs (cval * sum(row) would not), and
         # over the taps the row pass uses (an infinite cval times a weight of 0 is NaN).
-        weights = self.factors[1].astype(acc_dtype)
+        weights = weights_as(self.factors[1], acc_dtype)
         used = weights[self.factors[1] != 0] if self.skip_zero_taps else weights
         with np.errstate(invalid="ignore", over="ignore"):
             cval_cols = float(acc(np.sum(used.astype(np.float64) * self.cval)))

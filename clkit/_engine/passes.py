@@ -25,7 +25,7 @@ import pyopencl.array as cl_array
 
 from .._launch.kernel import Prepared
 from .._memory import pools as _memory
-from .stencil import NUMBERS
+from .stencil import NUMBERS, weights_as
 from .operation import CL_TYPES, program
 
 _CL = dict(CL_TYPES)
@@ -232,7 +232,7 @@ def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: 
     window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
                      symmetric=symmetry(weights), border=border)
     _in_int_range(defines, _dtype_of(src), np.abs(weights).sum(), cval, border)
-    w = _constant(job, weights.astype(acc))
+    w = _constant(job, weights_as(weights, acc))
     _launch(job, "convolution_axis", "correlate_axis", defines,
             (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
 
@@ -333,7 +333,7 @@ def correlate_nd(job: Work, src, dst, weights: np.ndarray, origins, border: str,
     defines["NDIM"] = len(job.shape)
     window = _window(job, defines, ntaps=len(flat), border=border)
     shape = np.array(job.shape, np.int32)
-    args = (_constant(job, weights[used].astype(acc)), _constant(job, offs),
+    args = (_constant(job, weights_as(weights[used], acc)), _constant(job, offs),
             _constant(job, flat), _constant(job, shape), _constant(job, lo), _constant(job, hi),
             float(acc.type(cval))) + window
     _launch(job, "convolution_nd", "correlate_nd", defines, args, _nd_size(job), src, dst)

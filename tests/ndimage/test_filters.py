@@ -562,6 +562,50 @@ def test_column_network_selects_the_rank(column, columns, rank):
     np.testing.assert_array_equal(v[selected], expected)
 
 
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0, 3.0, 5.0])
+def test_float32_smoothing_weights_keep_their_sum(sigma):
+    """float32 weights that smooth: each one of its two float32 neighbours, symmetric weights
+    still symmetric, and their sum no further from the float64 sum than that of the weights
+    rounded to the nearest (from sigma 2 on, under a third of it)."""
+    from clkit._engine.stencil import weights_as
+    r = int(4.0 * sigma + 0.5)
+    w = np.exp(-0.5 * (np.arange(-r, r + 1) / sigma) ** 2)
+    w /= w.sum()
+    got, nearest = weights_as(w, np.float32), w.astype(np.float32)
+    assert got.dtype == np.float32
+    assert np.all(np.abs(got - w) < np.spacing(nearest))
+    np.testing.assert_array_equal(got, got[::-1])
+    off, nearest_off = abs(got.sum(dtype=np.float64) - w.sum()), abs(nearest.sum(dtype=np.float64) - w.sum())
+    assert off <= nearest_off
+    if sigma >= 2:
+        assert off < nearest_off / 3
+    # (2-D masks too, their equal weights equal)
+    got2 = weights_as(np.outer(w, w), np.float32)
+    np.testing.assert_array_equal(got2, got2.T)
+    assert abs(got2.sum(dtype=np.float64) - 1) <= abs(np.outer(w, w).astype(np.float32).sum(
+        dtype=np.float64) - 1)
+
+
+def test_float32_weights_of_both_signs_round_to_nearest():
+    from clkit._engine.stencil import weights_as
+    w = np.array([-0.1, -0.2, 0.0, 0.2, 0.1]) / 3
+    np.testing.assert_array_equal(weights_as(w, np.float32), w.astype(np.float32))
+    np.testing.assert_array_equal(weights_as(w, np.float64), w)
+
+
+@pytest.mark.parametrize("sigma", [2.0, 3.0])
+def test_float32_gaussians_are_not_biased(device, rng, sigma):
+    """float32 Gaussians err both ways: their mean error against float64 is under a sixth of
+    an ulp (weights rounded each to the nearest raised it to a third)."""
+    shape = (40, 60) if device.simulator else (300, 400)
+    x = (rng.random(shape) * 1000).astype(np.float32)
+    exact = sn.gaussian_filter(x.astype(np.float64), sigma)
+    ulps = (cn.gaussian_filter(x, sigma, device=device).astype(np.float64) - exact) / \
+        np.spacing(exact.astype(np.float32)).astype(np.float64)
+    assert np.abs(ulps).max() < 8
+    assert abs(ulps.mean()) < 1 / 6
+
+
 @pytest.mark.parametrize("order", [1, 2, 3])
 @pytest.mark.parametrize("sigma", [0.7, 1.5, 3.2])
 def test_gaussian_derivatives_take_scipys_weights(device, sigma, order):
