@@ -258,8 +258,8 @@ def zero_tap_case(device, rng, name, mode, cval, shape):
     image = non_finite_image(rng, shape)
     filt = Filter.for_mask("convolve", image, mask, mode, cval)
     assert (filt.factors is not None) == separable
-    # separable masks over 81 taps run as one fused kernel on GPUs, in two passes elsewhere
-    fused = device.type == "gpu" and separable and mask.size > 81
+    # separable masks of one channel run as one fused kernel on GPUs, in two passes elsewhere
+    fused = device.type == "gpu" and separable
     assert filt._program(device)[1].variant == ("fused" if fused else device.type)
     check_non_finite(ck.convolve(image, mask, mode=mode, cval=cval, device=device),
                      image, mask, mode, cval)
@@ -730,7 +730,8 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
 # -- the one-kernel separable filter of GPUs (convolution_fused.cl) -------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("sigma,shape", [(2.0, (45, 150)), (2.0, (23, 70, 3)), (5.0, (90, 140)),
+@pytest.mark.parametrize("sigma,shape", [(0.5, (45, 150)), (1.0, (37, 133)),  # (5x5, 9x9: one channel)
+                                         (2.0, (45, 150)), (2.0, (23, 70, 3)), (5.0, (90, 140)),
                                          (7.0, (70, 132)),  # the tallest: 57 rows
                                          (3.0, (41, 33, 2)),
                                          # rows of whole 16-byte vectors, several groups wide
@@ -741,6 +742,20 @@ def test_gpu_variant_zero_weights_in_chunks(as_gpu, rng):
                          ids=str)
 def test_gpu_fused_gaussian(as_gpu, rng, monkeypatch, mode, sigma, shape):
     fused_gaussian_case(as_gpu, rng, mode, sigma, shape, np.float32, monkeypatch)
+
+
+@pytest.mark.parametrize("sigma,channels,variant", [(1.0, None, "fused"), (0.5, 3, "gpu"),
+                                                    (1.0, 4, "gpu"), (1.3, 3, "fused")], ids=str)
+def test_gpu_small_separable_masks_of_channels_take_the_direct_kernel(as_gpu, rng, sigma,
+                                                                      channels, variant):
+    # one channel: the two passes as one kernel at any size; channels: the direct kernel up to
+    # 9x9 taps (sigma 1.3: 11x11, the one kernel)
+    from clkit._engine.filter import Filter
+    image = random_image(rng, (sized(as_gpu, 9, 30), 70) + ((channels,) if channels else ()),
+                         np.float32)
+    filt = Filter.for_gaussian("gaussian_blur", image, sigma, "reflect", 0.0, 4.0)
+    assert filt._program(as_gpu)[1].variant == variant
+    check_gaussian(ck.gaussian_blur(image, sigma, device=as_gpu), image, sigma)
 
 
 # images of other types: read four at a time (summed in float), or one (summed in double;
