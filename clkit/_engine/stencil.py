@@ -154,8 +154,8 @@ def weights_as(weights: np.ndarray, dtype) -> np.ndarray:
     their sum stays near their float64 sum: each to one of its two float32 neighbours, equal
     weights to the same one. From the nearest, the roundings whose change moves the sum most
     flip to the other neighbour, in turn, wherever that brings the sum nearer. Rounded to the
-    nearest alone, the 17 taps of a Gaussian of sigma 2 sum to 1 + 1.4e-8, which raises its
-    float32 results by a quarter of an ulp on average; chosen so, to 1 + 5e-10. No weight moves
+    nearest alone, the 17 taps of a Gaussian of sigma 2 sum to 1 + 1.4e-8, which raised its
+    float32 results by a third of an ulp on average; chosen so, to 1 + 5e-10. No weight moves
     further than one ulp from its value: a small tap moved further would wrong the small
     results beside large ones. Weights of both signs (derivatives) round to the nearest, so
     that those of opposite sign stay opposite.
