@@ -158,12 +158,27 @@ typedef CLK_VEC(DST_T, VW) __attribute__((aligned(sizeof(DST_T)))) dst_vec;
             WINDOW_SUM(SPAN_TAP)                                                          \
             STORE_LANES(sum, line + x0 + (long)(i0 + r) * inner)                          \
         }                                                                                 \
+    } else if (x0 + VW <= inner) {                                                        \
+        for (int r = 0; r < RPI && i0 + r < len; r++) {                                   \
+            const int start_ = i0 + r - shift;                                            \
+            VACC sum;                                                                     \
+            WINDOW_SUM(FOLDED_ROW)                                                        \
+            STORE_LANES(sum, line + x0 + (long)(i0 + r) * inner)                          \
+        }                                                                                 \
     } else {                                                                              \
         for (int r = 0; r < RPI && i0 + r < len; r++)                                     \
             for (int j = 0; j < VW && x0 + j < inner; j++) {                              \
                 SCALAR(i0 + r, line + x0 + j)                                             \
             }                                                                             \
     }
+/* Tap k of the VW lines from x0 of a line whose window crosses the array's edge: a whole row
+ * of the neighbours, folded by the border mode (cval's where it has none). */
+#define FOLDED_ROW(k) folded_row(src + line + x0, start_ + (k), len, inner, cval)
+CLK_INLINE VACC folded_row(__global const SRC_T *p, int j, int len, long inner, ACC_T cval)
+{
+    j = FOLD(j, len);
+    return j < 0 ? (VACC)cval : VLOAD(p, (long)j * inner);
+}
 #endif
 
 #if BLOCKS
@@ -193,10 +208,25 @@ CLK_WINDOW_FN(window, VACC, VW)
             STORE_LANES(sum, base + i0 + r * VW)                                          \
         }                                                                                 \
     } else {                                                                              \
-        for (int j = 0; j < VW * RUNS && i0 + j < len; j++) {                             \
-            SCALAR(i0 + j, base)                                                          \
+        ACC_T folded[(NBLK + RUNS - 1) * VW];                                             \
+        for (int t = 0; t < VW * RUNS + TAPS - 1; t++)                                    \
+            folded[t] = read_tap(src, base, i0 - shift + t, len, 1, cval, false, border); \
+        for (int r = 0; r < RUNS && i0 + r * VW < len; r++) {                             \
+            VACC sum;                                                                     \
+            WINDOW_SUM(FOLDED_RUN)                                                        \
+            if (i0 + (r + 1) * VW <= len) {                                               \
+                STORE_LANES(sum, base + i0 + r * VW)                                      \
+            } else {                                                                      \
+                ACC_T lanes[VW];                                                          \
+                VSTORE_ACC(sum, lanes);                                                   \
+                for (int l = 0; i0 + r * VW + l < len; l++)                               \
+                    clk_store(dst, base + i0 + r * VW + l, lanes[l]);                     \
+            }                                                                             \
         }                                                                                 \
     }
+/* Tap k of run r of a work-item whose windows cross the line's ends: from the span's
+ * elements, folded by the border mode into private memory. */
+#define FOLDED_RUN(k) CLK_VLOAD(VW)(0, folded + r * VW + (k))
 #endif
 
 __kernel void correlate_axis(__global const SRC_T *src, __global DST_T *dst,

@@ -384,6 +384,22 @@ def test_large_arrays_equal_scipy(device, dtype, fn, args, kwargs, shape):
     check(got, expected, f"{fn} {dtype} {shape} {kwargs}", mean="uniform" in fn)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_large_arrays_fold_every_mode_at_their_edges(device, mode):
+    """The work-items of the specialised 1-D passes whose windows cross an edge (on CPUs:
+    rows folded whole along an axis other than the last, a run's span folded into private
+    memory along the last, and rows of a width that leaves a ragged end), in every mode, with
+    origins and a cval, equal to scipy to the bit."""
+    x = data(np.dtype(np.uint8), (70, 1031), seed=9)
+    for fn, args, kwargs in (("gaussian_filter", (2.0,), {}),
+                             ("correlate1d", ([0.5, -1.25, 2.0, 1.0, 0.25],),
+                              dict(axis=0, origin=1)),
+                             ("correlate1d", ([0.75, 0.5, -0.25, 1.5],), dict(axis=1, origin=-2))):
+        kwargs = dict(kwargs, mode=mode, cval=7.5)
+        check(getattr(cn, fn)(x, *args, device=device, **kwargs), reference(fn, x, *args, **kwargs),
+              f"{fn} {kwargs}")
+
+
 MIN_MAX_SHAPES = {1: (97,), 2: (23, 45), 3: (7, 9, 50)}
 
 
