@@ -173,8 +173,9 @@ typedef CLK_VEC(DST_T, VW) __attribute__((aligned(sizeof(DST_T)))) dst_vec;
     }
 /* Tap k of the VW lines from x0 of a line whose window crosses the array's edge: a whole row
  * of the neighbours, folded by the border mode (cval's where it has none). */
-#define FOLDED_ROW(k) folded_row(src + line + x0, start_ + (k), len, inner, cval)
-CLK_INLINE VACC folded_row(__global const SRC_T *p, int j, int len, long inner, ACC_T cval)
+#define FOLDED_ROW(k) folded_row(src + line + x0, start_ + (k), len, inner, cval, border)
+CLK_INLINE VACC folded_row(__global const SRC_T *p, int j, int len, long inner, ACC_T cval,
+                           int border)
 {
     j = FOLD(j, len);
     return j < 0 ? (VACC)cval : VLOAD(p, (long)j * inner);

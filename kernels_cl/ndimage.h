@@ -74,11 +74,19 @@ CLK_INLINE void clk_store(__global DST_T *p, long i, ACC_T v)
  * border mode BORDER, SYMMETRIC) as defines, for unrolled loops and no run-time tests; a
  * generic one (GENERIC=1), for small arrays, takes them as the kernel's arguments, so that
  * one build per element type serves every window and mode. Kernels take both and use one. */
+/* Index i of a line of n folded by the border mode (`border` in generic builds): as it is
+ * inside the line, which spares the taps inside it the fold's division. */
+#define FOLD(i, n) fold_index((i), (n), border)
+CLK_INLINE int fold_index(int i, int n, int border)
+{
+    if (i >= 0 && i < n)
+        return i;
 #if GENERIC
-#define FOLD(i, n) clk_fold_by((i), (n), border)
+    return clk_fold_by(i, n, border);
 #else
-#define FOLD(i, n) clk_fold((i), (n))
+    return clk_fold(i, n);
 #endif
+}
 
 /* Element `j` of the line starting at `base` with stride `inner`, folded by the border mode
  * unless the whole window lies inside the line (`inside`); cval outside in constant mode. */
