@@ -108,14 +108,16 @@ typedef CLK_VEC(DST_T, VW) __attribute__((aligned(sizeof(DST_T)))) dst_vec;
         DST_VEC(out) = CLK_CONVERT(CLK_VEC(DST_T, VW))(t_);                               \
     }
 #else
-#define STORE_LANES(v, out)                                                               \
+#define STORE_LANES(v, out) STORE_FIRST(v, out, VW)
+#endif
+/* The first n of the VW sums of `v`, lane by lane, from element `out` on. */
+#define STORE_FIRST(v, out, n)                                                            \
     {                                                                                     \
         ACC_T lanes[VW];                                                                  \
         VSTORE_ACC((v), lanes);                                                           \
-        for (int l = 0; l < VW; l++)                                                      \
+        for (int l = 0; l < (n); l++)                                                     \
             clk_store(dst, (out) + l, lanes[l]);                                          \
     }
-#endif
 
 /* The sums of VW neighbouring elements at once, the first at `out`; `p` their first window's
  * first tap, `step` the distance between taps. */
@@ -223,10 +225,7 @@ CLK_WINDOW_FN(window, VACC, VW)
             if (i0 + (r + 1) * VW <= len) {                                               \
                 STORE_LANES(sum, base + i0 + r * VW)                                      \
             } else {                                                                      \
-                ACC_T lanes[VW];                                                          \
-                VSTORE_ACC(sum, lanes);                                                   \
-                for (int l = 0; i0 + r * VW + l < len; l++)                               \
-                    clk_store(dst, base + i0 + r * VW + l, lanes[l]);                     \
+                STORE_FIRST(sum, base + i0 + r * VW, len - i0 - r * VW)                   \
             }                                                                             \
         }                                                                                 \
     }
