@@ -175,7 +175,7 @@ def _rounded_together(data: bytes, shape: tuple) -> np.ndarray:
     values, inverse, counts = np.unique(weights, return_inverse=True, return_counts=True)
     chosen = values.astype(np.float32)
     toward = np.where(chosen > values, np.float32(0), np.float32(np.inf))
-    other = np.where(chosen == values, chosen, np.nextafter(chosen, toward.astype(np.float32)))
+    other = np.where(chosen == values, chosen, np.nextafter(chosen, toward))
     error = float(np.sum(counts * (chosen.astype(np.float64) - values)))
     steps = counts * (other.astype(np.float64) - chosen)
     for g in np.argsort(-np.abs(steps), kind="stable"):
