@@ -383,7 +383,8 @@ class Kernel:
                 if spec is None:
                     for arg in args:
                         if isinstance(arg, _Array):
-                            rt = _by_queue.get(id(arg.queue))
+                            found = _by_queue.get(id(arg.queue))
+                            rt = found and found[1]
                             break
                 elif type(spec) is Device:
                     rt = _runtimes.get(spec.key)

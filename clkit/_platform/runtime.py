@@ -201,10 +201,21 @@ class _SimulatorRuntime(Runtime):
             return lane[1]
         q = getattr(self._threads, "queue", None)
         if q is None:
-            q = self._threads.queue = self.new_queue()
-            with _lock:
-                _by_queue[id(q)] = self
+            q = self.new_queue()
+            self._threads.mine = _ThreadQueue(self, q)  # registered until the thread ends
+            self._threads.queue = q
         return q
+
+
+class _ThreadQueue:
+    """A thread's queue, known to ``_by_queue`` while the thread lives."""
+
+    def __init__(self, rt: Runtime, queue: cl.CommandQueue):
+        self.key = id(queue)
+        register(rt, queue)
+
+    def __del__(self):
+        _by_queue.pop(self.key, None)  # (no lock: this may run inside a locked section)
 
 
 class InUse:
@@ -297,7 +308,9 @@ def simulator_turn(device=None):
 
 _lock = threading.Lock()
 _runtimes: dict[int, Runtime] = {}  # Device.key -> its working runtime
-_by_queue: dict[int, Runtime] = {}  # id() of a runtime's queue -> the runtime (lost ones too)
+# id() of a queue clkit made -> (the queue, its runtime), lost ones too: the entry keeps the
+# queue alive, so that no other object takes its id while the entry says whose it is
+_by_queue: dict[int, tuple] = {}
 _lost: list[Runtime] = []  # kept alive: their objects must never be released in a forked child
 _losses: dict[int, str] = {}  # Device.key -> what happened to its last lost context
 _dead: dict[int, str] = {}  # Device.key -> why no new context can be made
@@ -363,7 +376,7 @@ def _start(dev: Device) -> Runtime:
                           "device again (other devices still work)")
         raise LaunchError(_dead[dev.key], device=dev, context_lost=True)
     _runtimes[dev.key] = rt
-    _by_queue[id(rt.own_queue)] = rt
+    _by_queue[id(rt.own_queue)] = (rt.own_queue, rt)
     if dev.simulator:
         global _simulating
         _simulating = True
@@ -398,8 +411,7 @@ def using_queue(rt: Runtime, queue: cl.CommandQueue):
     Independent work on separate in-order queues overlaps: one image's upload
     beside another's kernels.
     """
-    with _lock:
-        _by_queue[id(queue)] = rt
+    register(rt, queue)
     token = _lane.set((rt, queue))
     try:
         yield queue
@@ -407,16 +419,21 @@ def using_queue(rt: Runtime, queue: cl.CommandQueue):
         _lane.reset(token)
 
 
+def register(rt: Runtime, queue: cl.CommandQueue) -> None:
+    """Make ``queue``, one of ``rt``'s, known as ``rt``'s (kept alive for it: see ``_by_queue``)."""
+    with _lock:
+        _by_queue[id(queue)] = (queue, rt)
+
+
 def runtime_of_array(array) -> Runtime | None:
     """The clkit runtime a device array belongs to, if clkit made its context."""
-    rt = _by_queue.get(id(array.queue))  # arrays made by clkit keep the runtime's queue
-    return rt if rt is not None else _runtime_of_context(array.context)
+    return runtime_of_queue(array.queue)  # arrays made by clkit keep a registered queue
 
 
 def runtime_of_queue(queue) -> Runtime | None:
     """The clkit runtime whose context a queue belongs to."""
-    rt = _by_queue.get(id(queue))
-    return rt if rt is not None else _runtime_of_context(queue.context)
+    found = _by_queue.get(id(queue))
+    return found[1] if found is not None else _runtime_of_context(queue.context)
 
 
 def _runtime_of_context(context) -> Runtime | None:

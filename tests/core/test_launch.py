@@ -1,5 +1,6 @@
 """The uniform launch API, with user kernels in temporary .cl files, on every device."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -9,6 +10,8 @@ import pytest
 import clkit
 import clkit.kernels
 from clkit._build import build as _build
+from clkit._platform import runtime as _runtime
+from clkit._platform.runtime import runtime_of_queue, using_queue
 
 from _reference import BLOCK_SUMS, SAXPY
 
@@ -610,3 +613,30 @@ def test_library_calls_run_after_the_work_on_their_arrays_queues(device):
     out = cl_array.empty(other, n, np.float32)
     clkit.kernels.vector_add(d, d, out=out)
     np.testing.assert_array_equal(out.get(), 2 * reps)  # (read on out's own queue)
+
+
+def test_a_queue_is_not_taken_for_one_that_has_gone(device):
+    # Queues clkit made are known by their id; one that had gone could leave its id to a queue
+    # of another context, which a launch then took for the gone queue's device.
+    rt = clkit.runtime(device)
+    theirs = cl.Context([device.cl_device])
+    for _ in range(10):
+        with using_queue(rt, rt.new_queue()):
+            pass
+        queue = cl.CommandQueue(theirs, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        assert runtime_of_queue(queue) is None
+        with pytest.raises(ValueError, match="another context"):
+            clkit.Program.from_source(SAXPY).saxpy(1.0, np.zeros(4, np.float32),
+                                                     np.zeros(4, np.float32), queue=queue)
+
+
+def test_a_thread_s_queue_goes_with_the_thread(device):
+    prg = clkit.Program.from_source(SAXPY)
+    before = len(_runtime._by_queue)
+    y = np.zeros(4, np.float32)
+    worker = threading.Thread(target=prg.saxpy, args=(2.0, np.ones(4, np.float32), y),
+                              kwargs={"device": device})
+    worker.start()
+    worker.join()
+    np.testing.assert_array_equal(y, 2.0)
+    assert len(_runtime._by_queue) == before
