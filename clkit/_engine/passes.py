@@ -226,30 +226,45 @@ def _in_int_range(defines: dict, src_dtype: np.dtype, weight: float, cval: float
 def correlate_axis(job: Work, src, dst, axis: int, weights: np.ndarray, origin: int,
                    border: str, cval: float) -> None:
     """``dst`` = scipy.ndimage.correlate1d(src, weights, axis, origin) (weights float64)."""
-    acc = job.acc(_dtype_of(src), _dtype_of(dst))
-    defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines, weights.size)
-    window = _window(job, defines, taps=weights.size, shift=weights.size // 2 + origin,
-                     symmetric=symmetry(weights), border=border)
-    _in_int_range(defines, _dtype_of(src), np.abs(weights).sum(), cval, border)
-    w = _constant(job, weights_as(weights, acc))
-    _launch(job, "convolution_axis", "correlate_axis", defines,
-            (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
+    key = _axis_key(job, src, dst, axis, (weights.dtype.str, weights.tobytes()), origin,
+                    border, cval)
+    _planned(job, key, lambda: _axis_plan(job, src, dst, axis, weights, origin, border, cval),
+             src, dst)
 
 
 def mean_axis(job: Work, src, dst, axis: int, size: int, origin: int, border: str,
               cval: float) -> None:
     """``dst`` = the mean of each window of ``size`` along ``axis`` (uniform_filter1d)."""
+    key = _axis_key(job, src, dst, axis, size, origin, border, cval)
+    _planned(job, key, lambda: _axis_plan(job, src, dst, axis, None, origin, border, cval,
+                                          size), src, dst)
+
+
+def _axis_key(job: Work, src, dst, axis: int, window, origin: int, border: str,
+              cval: float) -> tuple:
+    """What a pass along an axis depends on (cval by its bytes: a NaN equals itself so)."""
+    return ("axis", job.shape, _dtype_of(src), _dtype_of(dst), axis, window, origin, border,
+            np.float64(cval).tobytes())
+
+
+def _axis_plan(job: Work, src, dst, axis: int, weights, origin: int, border: str,
+               cval: float, size: int = 0) -> tuple:
+    """The launch of correlate_axis: of ``weights`` (float64), or without (None) the mean of
+    windows of ``size``."""
     acc = job.acc(_dtype_of(src), _dtype_of(dst))
     defines = job.types(_dtype_of(src), _dtype_of(dst), acc)
-    length, inner, gsize = _axis_geometry(job, axis, defines, size, blocks=False)
-    defines["MEAN"] = 1
-    window = _window(job, defines, taps=size, shift=size // 2 + origin, symmetric=0,
-                     border=border)
-    _in_int_range(defines, _dtype_of(src), 1.0, cval, border)
-    w = _constant(job, np.zeros(1, acc))  # (unread)
-    _launch(job, "convolution_axis", "correlate_axis", defines,
-            (w, length, inner, float(acc.type(cval))) + window, gsize, src, dst)
+    mean = weights is None
+    taps = size if mean else weights.size
+    length, inner, gsize = _axis_geometry(job, axis, defines, taps, blocks=not mean)
+    if mean:
+        defines["MEAN"] = 1
+    window = _window(job, defines, taps=taps, shift=taps // 2 + origin,
+                     symmetric=0 if mean else symmetry(weights), border=border)
+    _in_int_range(defines, _dtype_of(src), 1.0 if mean else np.abs(weights).sum(), cval,
+                  border)
+    w = _constant(job, np.zeros(1, acc) if mean else weights_as(weights, acc))  # (means: unread)
+    return ("convolution_axis", "correlate_axis", defines,
+            (w, length, inner, float(acc.type(cval))) + window, gsize)
 
 
 #: Window sizes from which a minimum or maximum along an axis takes van Herk and

@@ -7,6 +7,7 @@ result's dtype as scipy's passes do, or one N-D correlation for other weights.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -312,8 +313,16 @@ def _gaussian_pass(name, sigma, order, truncate, radius, axis, border, cval):
         lw = radius
     if not isinstance(lw, numbers.Integral) or lw < 0:
         raise ValueError("Radius must be a nonnegative integer.")
-    w = gaussian_kernel1d(sd, operator.index(order), int(lw))[::-1].copy()
-    return AxisPass(axis, w, 0, border, cval)
+    return AxisPass(axis, _gaussian_weights(sd, operator.index(order), int(lw)), 0, border,
+                    cval)
+
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_weights(sigma: float, order: int, radius: int) -> np.ndarray:
+    """The weights of a Gaussian pass in correlation order (read-only, made once)."""
+    w = gaussian_kernel1d(sigma, order, radius)[::-1].copy()
+    w.flags.writeable = False
+    return w
 
 
 @documented
