@@ -387,17 +387,24 @@ def test_large_arrays_equal_scipy(device, dtype, fn, args, kwargs, shape):
 @pytest.mark.parametrize("mode", MODES)
 def test_large_arrays_fold_every_mode_at_their_edges(device, mode):
     """The work-items of the specialised 1-D passes whose windows cross an edge (on CPUs:
-    rows folded whole along an axis other than the last, a run's span folded into private
-    memory along the last, and rows of a width that leaves a ragged end), in every mode, with
-    origins and a cval, equal to scipy to the bit."""
+    rows folded whole along an axis other than the last, a span folded into private memory
+    along the last, and rows of a width that leaves a ragged end), in every mode, with
+    origins and a cval (which minima and maxima of uint8 compare in double), equal to scipy to
+    the bit."""
     x = data(np.dtype(np.uint8), (70, 1031), seed=9)
-    for fn, args, kwargs in (("gaussian_filter", (2.0,), {}),
-                             ("correlate1d", ([0.5, -1.25, 2.0, 1.0, 0.25],),
-                              dict(axis=0, origin=1)),
-                             ("correlate1d", ([0.75, 0.5, -0.25, 1.5],), dict(axis=1, origin=-2))):
+    f = data(np.dtype(np.float32), (70, 1031), seed=9)
+    for a, fn, args, kwargs in (
+            (x, "gaussian_filter", (2.0,), {}),
+            (x, "correlate1d", ([0.5, -1.25, 2.0, 1.0, 0.25],), dict(axis=0, origin=1)),
+            (x, "correlate1d", ([0.75, 0.5, -0.25, 1.5],), dict(axis=1, origin=-2)),
+            (x, "minimum_filter1d", (3,), dict(origin=1)),
+            (x, "maximum_filter1d", (9,), dict(origin=-4)),
+            (x, "minimum_filter1d", (6,), dict(output=np.float32)),
+            (f, "maximum_filter1d", (5,), dict(origin=2)),
+            (f, "minimum_filter1d", (31,), {})):
         kwargs = dict(kwargs, mode=mode, cval=7.5)
-        check(getattr(cn, fn)(x, *args, device=device, **kwargs), reference(fn, x, *args, **kwargs),
-              f"{fn} {kwargs}")
+        check(getattr(cn, fn)(a, *args, device=device, **kwargs), reference(fn, a, *args, **kwargs),
+              f"{fn} {args} {kwargs}")
 
 
 MIN_MAX_SHAPES = {1: (97,), 2: (23, 45), 3: (7, 9, 50)}
