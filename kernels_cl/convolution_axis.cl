@@ -175,7 +175,7 @@ typedef CLK_VEC(DST_T, VW) __attribute__((aligned(sizeof(DST_T)))) dst_vec;
         for (int r = 0; r < RPI && i0 + r < len; r++) {                                   \
             const int start_ = i0 + r - shift;                                            \
             VACC sum;                                                                     \
-            WINDOW_SUM_LOOP(FOLDED_ROW, EDGE_LOOP)                                                        \
+            WINDOW_SUM_LOOP(FOLDED_ROW, EDGE_LOOP)                                        \
             STORE_LANES(sum, line + x0 + (long)(i0 + r) * inner)                          \
         }                                                                                 \
     } else {                                                                              \
@@ -227,7 +227,7 @@ CLK_WINDOW_FN(window, VACC, VW)
             folded[t] = read_tap(src, base, i0 - shift + t, len, 1, cval, false, border); \
         for (int r = 0; r < RUNS && i0 + r * VW < len; r++) {                             \
             VACC sum;                                                                     \
-            WINDOW_SUM_LOOP(FOLDED_RUN, EDGE_LOOP)                                                        \
+            WINDOW_SUM_LOOP(FOLDED_RUN, EDGE_LOOP)                                        \
             if (i0 + (r + 1) * VW <= len) {                                               \
                 STORE_LANES(sum, base + i0 + r * VW)                                      \
             } else {                                                                      \
