@@ -427,7 +427,8 @@ def register(rt: Runtime, queue: cl.CommandQueue) -> None:
 
 def runtime_of_array(array) -> Runtime | None:
     """The clkit runtime a device array belongs to, if clkit made its context."""
-    return runtime_of_queue(array.queue)  # arrays made by clkit keep a registered queue
+    found = _by_queue.get(id(array.queue))  # arrays made by clkit keep a registered queue
+    return found[1] if found is not None else _runtime_of_context(array.context)
 
 
 def runtime_of_queue(queue) -> Runtime | None:
