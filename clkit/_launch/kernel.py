@@ -40,8 +40,8 @@ from .._errors import ArgumentTypeError, ArgumentValueError
 from .._memory import transfer as _transfer
 from .._memory.array import _size
 from .._platform.devices import Device, check_process, debug_mode, default_device
-from .._platform.runtime import (Runtime, _by_queue, _runtimes, _simulator_turn, after,
-                                 driver_error, runtime, runtime_of_array, runtime_of_queue)
+from .._platform.runtime import (Runtime, _runtimes, _simulator_turn, after, driver_error,
+                                 registered, runtime, runtime_of_array, runtime_of_queue)
 from .._trace import trace as _trace
 from .convert import STAGE, LocalMemory, converter, copy_back
 
@@ -383,8 +383,7 @@ class Kernel:
                 if spec is None:
                     for arg in args:
                         if isinstance(arg, _Array):
-                            found = _by_queue.get(id(arg.queue))
-                            rt = found and found[1]
+                            rt = registered(arg.queue)
                             break
                 elif type(spec) is Device:
                     rt = _runtimes.get(spec.key)

@@ -425,16 +425,22 @@ def register(rt: Runtime, queue: cl.CommandQueue) -> None:
         _by_queue[id(queue)] = (queue, rt)
 
 
+def registered(queue) -> Runtime | None:
+    """The runtime ``queue`` was registered for (see :func:`register`), else None."""
+    found = _by_queue.get(id(queue))
+    return found[1] if found is not None else None
+
+
 def runtime_of_array(array) -> Runtime | None:
     """The clkit runtime a device array belongs to, if clkit made its context."""
-    found = _by_queue.get(id(array.queue))  # arrays made by clkit keep a registered queue
-    return found[1] if found is not None else _runtime_of_context(array.context)
+    rt = registered(array.queue)  # arrays made by clkit keep a registered queue
+    return rt if rt is not None else _runtime_of_context(array.context)
 
 
 def runtime_of_queue(queue) -> Runtime | None:
     """The clkit runtime whose context a queue belongs to."""
-    found = _by_queue.get(id(queue))
-    return found[1] if found is not None else _runtime_of_context(queue.context)
+    rt = registered(queue)
+    return rt if rt is not None else _runtime_of_context(queue.context)
 
 
 def _runtime_of_context(context) -> Runtime | None:
